@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
+	"github.com/prsaga/prsaga/contracts"
+)
+
+// clientFlags parses a client verb's flags and returns the API client.
+func clientFlags(name string, args []string, getenv func(string) string, stderr io.Writer, extra func(fs *flag.FlagSet)) (*client.Client, []string, bool, int) {
+	fs, load := newFlags(name, getenv, stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if extra != nil {
+		extra(fs)
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, nil, false, parseError(err, stderr)
+	}
+	cfg, err := load()
+	if err != nil {
+		return nil, nil, false, parseError(err, stderr)
+	}
+	return client.New(strings.TrimRight(cfg.APIURL, "/"), cfg.APIToken), pos, *asJSON, -1
+}
+
+func apiFailed(stderr io.Writer, verb string, err error) int {
+	fmt.Fprintf(stderr, "prsaga %s: %v\n", verb, err)
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Status == 404 {
+		return exitFailed
+	}
+	return exitFailed
+}
+
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func cmdMerge(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	var r contracts.Request
+	var wait time.Duration
+	c, _, asJSON, code := clientFlags("merge", args, getenv, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&r.Repo, "repo", "", "repository owner/name")
+		fs.IntVar(&r.PRNumber, "pr", 0, "PR number")
+		fs.StringVar(&r.SourceBranch, "source", "", "source branch")
+		fs.StringVar(&r.TargetBranch, "target", "main", "target branch")
+		fs.StringVar(&r.HeadSHA, "head", "", "the 40-hex head commit the user saw")
+		fs.StringVar(&r.Strategy, "strategy", contracts.StrategyMerge, "merge | squash | fast-forward")
+		fs.StringVar(&r.Title, "title", "", "PR title")
+		fs.StringVar(&r.RequestedBy, "by", "cli", "who requests the merge")
+		fs.DurationVar(&wait, "wait", 0, "wait up to this long for MERGED or MERGE_FAILED")
+	})
+	if code >= 0 {
+		return code
+	}
+	r.PRID = contracts.PRID(r.Repo, r.PRNumber)
+	if err := r.Validate(); err != nil {
+		fmt.Fprintf(stderr, "prsaga merge: %v\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return exitUsage
+	}
+	acc, err := c.Merge(ctx, r)
+	if err != nil {
+		return apiFailed(stderr, "merge", err)
+	}
+	if wait <= 0 {
+		if asJSON {
+			printJSON(stdout, acc)
+		} else {
+			fmt.Fprintf(stdout, "requested %s: event %s (correlation id %s)\n", acc.PRID, acc.EventID, acc.CorrelationID)
+		}
+		return exitOK
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	s, err := c.Wait(wctx, acc.PRID, acc.CorrelationID)
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga merge: %v\n", err)
+		return exitTimeout
+	}
+	printSaga(stdout, s, asJSON)
+	if s.State != string(contracts.StateMerged) {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func onePR(verb string, pos []string, stderr io.Writer) (string, bool) {
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "prsaga %s: name one PR, e.g. acme/widgets#42\n", verb)
+		return "", false
+	}
+	if _, _, err := contracts.ParsePRID(pos[0]); err != nil {
+		fmt.Fprintf(stderr, "prsaga %s: %v\n", verb, err)
+		return "", false
+	}
+	return pos[0], true
+}
+
+func cmdStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	c, pos, asJSON, code := clientFlags("status", args, getenv, stderr, nil)
+	if code >= 0 {
+		return code
+	}
+	pr, ok := onePR("status", pos, stderr)
+	if !ok {
+		return exitUsage
+	}
+	s, err := c.Saga(ctx, pr)
+	if err != nil {
+		return apiFailed(stderr, "status", err)
+	}
+	printSaga(stdout, s, asJSON)
+	return exitOK
+}
+
+func cmdHistory(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	c, pos, asJSON, code := clientFlags("history", args, getenv, stderr, nil)
+	if code >= 0 {
+		return code
+	}
+	pr, ok := onePR("history", pos, stderr)
+	if !ok {
+		return exitUsage
+	}
+	s, err := c.Saga(ctx, pr)
+	if err != nil {
+		return apiFailed(stderr, "history", err)
+	}
+	if asJSON {
+		printJSON(stdout, s.Transitions)
+		return exitOK
+	}
+	printTimeline(stdout, s)
+	return exitOK
+}
+
+func cmdList(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	var state, repo, cursor string
+	var limit int
+	c, _, asJSON, code := clientFlags("list", args, getenv, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&state, "state", "", "only sagas in this state")
+		fs.StringVar(&repo, "repo", "", "only this repository")
+		fs.StringVar(&cursor, "cursor", "", "continue from a previous page")
+		fs.IntVar(&limit, "limit", 50, "sagas per page")
+	})
+	if code >= 0 {
+		return code
+	}
+	if state != "" {
+		if _, err := contracts.ParseState(state); err != nil {
+			fmt.Fprintf(stderr, "prsaga list: %v\n", err)
+			return exitUsage
+		}
+	}
+	l, err := c.List(ctx, state, repo, cursor, limit)
+	if err != nil {
+		return apiFailed(stderr, "list", err)
+	}
+	if asJSON {
+		printJSON(stdout, l)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PR\tSTATE\tFAILED STEP\tATTEMPTS\tMERGED\tUPDATED")
+	for _, s := range l.Sagas {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\n", s.PRID, s.State, dash(s.FailedStep), s.Attempts, s.Merged, s.UpdatedAt.Local().Format(time.DateTime))
+	}
+	tw.Flush()
+	if l.NextCursor != "" {
+		fmt.Fprintf(stdout, "more: --cursor %s\n", l.NextCursor)
+	}
+	return exitOK
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printSaga(w io.Writer, s client.Saga, asJSON bool) {
+	if asJSON {
+		printJSON(w, s)
+		return
+	}
+	fmt.Fprintf(w, "%s  %s", s.PRID, s.State)
+	if s.FailedStep != "" {
+		fmt.Fprintf(w, " at %s", s.FailedStep)
+	}
+	fmt.Fprintln(w)
+	if s.Merged {
+		fmt.Fprintf(w, "  the code IS merged: %s\n", s.MergeSHA)
+	} else {
+		fmt.Fprintln(w, "  the code is not merged")
+	}
+	if s.LastError != "" {
+		fmt.Fprintf(w, "  last error: %s\n", s.LastError)
+	}
+	fmt.Fprintf(w, "  attempts %d, correlation id %s, updated %s\n", s.Attempts, s.CorrelationID, s.UpdatedAt.Local().Format(time.DateTime))
+}
+
+func printTimeline(w io.Writer, s client.Saga) {
+	fmt.Fprintf(w, "%s (%s, correlation id %s)\n", s.PRID, s.State, s.CorrelationID)
+	var prev time.Time
+	for _, t := range s.Transitions {
+		gap := ""
+		if !prev.IsZero() {
+			gap = "+" + t.At.Sub(prev).Round(time.Millisecond).String()
+		}
+		prev = t.At
+		from := t.FromState
+		if from == "" {
+			from = "·"
+		}
+		inferred := ""
+		if t.Inferred {
+			inferred = " (inferred)"
+		}
+		fmt.Fprintf(w, "  %2d  %-12s %-12s -> %-12s %s%s\n", t.Seq, gap, from, t.ToState, t.Reason, inferred)
+	}
+}

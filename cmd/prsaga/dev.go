@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
+)
+
+// cmdDev runs embedded NATS and all five services in one process until
+// interrupted.
+func cmdDev(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs, load := newFlags("dev", getenv, stderr)
+	quiet := fs.Bool("quiet", false, "do not print log lines on stdout (they still go to <data>/logs)")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return parseError(err, stderr)
+	}
+	cfg, err := load()
+	if err != nil {
+		return parseError(err, stderr)
+	}
+	if cfg.LogDir == "" {
+		cfg.LogDir = filepath.Join(cfg.DataDir, "logs")
+	}
+	if err := os.MkdirAll(cfg.ReposDir, 0o755); err != nil {
+		fmt.Fprintf(stderr, "prsaga dev: %v\n", err)
+		return exitFailed
+	}
+	opts := stack.Options{Config: cfg}
+	if !*quiet {
+		opts.LogStdout = stdout
+	}
+	st, err := stack.Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga dev: %v\n", err)
+		return exitFailed
+	}
+	defer st.Stop()
+	fmt.Fprintf(stderr, "prsaga dev: dashboard %s/   NATS %s   data %s   repos %s   logs %s\n",
+		st.URL, st.NATS.Addr(), cfg.DataDir, cfg.ReposDir, cfg.LogDir)
+	<-ctx.Done()
+	fmt.Fprintln(stderr, "prsaga dev: shutting down")
+	return exitOK
+}
+
+// cmdServe runs one service against PRSAGA_NATS_URL and its own store.
+func cmdServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs, load := newFlags("serve", getenv, stderr)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseError(err, stderr)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "prsaga serve: name one service: validator, merger, notifier, indexer or ledger")
+		return exitUsage
+	}
+	names, err := stack.ParseServices(pos[0])
+	if err != nil {
+		return parseError(err, stderr)
+	}
+	cfg, err := load()
+	if err != nil {
+		return parseError(err, stderr)
+	}
+	if cfg.NATSURL == "" {
+		fmt.Fprintln(stderr, "prsaga serve: PRSAGA_NATS_URL is required (use `prsaga dev` for an embedded server)")
+		return exitUsage
+	}
+	st, err := stack.Start(ctx, stack.Options{Config: cfg, Services: names, LogStdout: stdout})
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga serve %s: %v\n", pos[0], err)
+		return exitFailed
+	}
+	defer st.Stop()
+	st.Log.Info("serving", "services", names, "http", st.URL)
+	<-ctx.Done()
+	return exitOK
+}

@@ -1,0 +1,269 @@
+// Package stack starts prsaga's services in one process: the embedded NATS
+// server (unless a URL is configured), one SQLite database per service, the
+// services' consumers and relays, and one HTTP listener serving every
+// service's routes. `prsaga dev`, `serve`, `demo`, the benchmark and the
+// end-to-end tests all start through here.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/config"
+	"github.com/prsaga/prsaga/platform/httpx"
+	"github.com/prsaga/prsaga/platform/logging"
+	"github.com/prsaga/prsaga/platform/natsembed"
+	"github.com/prsaga/prsaga/platform/service"
+	"github.com/prsaga/prsaga/platform/sqlite"
+)
+
+// AllServices in saga order, ledger last.
+var AllServices = []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceIndexer, contracts.ServiceLedger}
+
+// Options of a stack.
+type Options struct {
+	Config config.Config
+	// Services to run; empty means all five.
+	Services []string
+	// LogStdout receives every service's JSON log lines (nil: files only).
+	LogStdout io.Writer
+	// HTTPListener serves the routes; nil listens on Config.HTTPAddr.
+	HTTPListener net.Listener
+	// NoHTTP runs without any HTTP listener.
+	NoHTTP bool
+	// NATSListen overrides Config.NATSListen for the embedded server; "-"
+	// means in-process connections only.
+	NATSListen string
+	// Fault points for crash tests (see runner.Fault*).
+	Fault func(point string, env contracts.Envelope) error
+	// Workers per consumer.
+	Workers int
+}
+
+// Stack is a running set of services.
+type Stack struct {
+	NATS    *natsembed.Server // nil with an external NATS
+	Bus     *bus.Bus
+	URL     string // base URL of the HTTP listener
+	Log     *slog.Logger
+	cfg     config.Config
+	http    *http.Server
+	running []*service.Running
+	closers []func() error
+}
+
+// component is one service as the stack sees it.
+type component interface {
+	Spec() service.Spec
+}
+
+type router interface {
+	Routes(mux *http.ServeMux)
+}
+
+// Start brings the stack up; on error everything started is stopped.
+func Start(ctx context.Context, opts Options) (s *Stack, err error) {
+	cfg := opts.Config
+	s = &Stack{cfg: cfg}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	level, err := logging.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	logDir := cfg.LogDir
+	newLog := func(name string) (*slog.Logger, error) {
+		l, c, err := logging.New(logging.Config{Service: name, Level: level, Dir: logDir, Stdout: opts.LogStdout})
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, c.Close)
+		return l, nil
+	}
+	if s.Log, err = newLog("prsaga"); err != nil {
+		return nil, err
+	}
+	if cfg.IsYDB() {
+		return nil, errors.New("PRSAGA_STORE: the YDB adapter is not built yet; use sqlite:///dir")
+	}
+	if err := s.connect(ctx, opts); err != nil {
+		return nil, err
+	}
+	names := opts.Services
+	if len(names) == 0 {
+		names = AllServices
+	}
+	mux := http.NewServeMux()
+	for _, name := range names {
+		log, err := newLog(name)
+		if err != nil {
+			return nil, err
+		}
+		comp, err := s.build(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if r, ok := comp.(router); ok {
+			r.Routes(mux)
+		}
+		run, err := service.Start(ctx, comp.Spec(), s.Bus, log, service.Options{
+			Backoff: cfg.Backoff,
+			Workers: opts.Workers,
+			Fault:   opts.Fault,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", name, err)
+		}
+		s.running = append(s.running, run)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.Bus.NC.IsConnected() {
+			httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+			return
+		}
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "not connected to NATS"})
+	})
+	if !opts.NoHTTP {
+		if err := s.serveHTTP(opts, mux); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Stack) connect(ctx context.Context, opts Options) error {
+	cfg := s.cfg
+	bc := bus.Config{
+		URL: cfg.NATSURL, Name: "prsaga", CredsFile: cfg.NATSCreds,
+		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey,
+		Replicas: cfg.StreamReplicas, MaxAge: cfg.StreamMaxAge, Duplicates: cfg.DedupeWindow,
+		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+	}
+	if cfg.NATSURL == "" {
+		listen := cfg.NATSListen
+		if opts.NATSListen != "" {
+			listen = opts.NATSListen
+		}
+		if listen == "-" {
+			listen = ""
+		}
+		ns, err := natsembed.Start(natsembed.Config{
+			StoreDir: filepath.Join(cfg.DataDir, "nats"),
+			Listen:   listen,
+			Sync:     cfg.Durability == "sync",
+		})
+		if err != nil {
+			return fmt.Errorf("embedded NATS on %s: %w", listen, err)
+		}
+		s.NATS = ns
+		bc.InProcess = ns.Server
+	}
+	b, err := bus.Connect(ctx, bc)
+	if err != nil {
+		return err
+	}
+	s.Bus = b
+	return b.EnsureStreams(ctx)
+}
+
+// openDB opens the service's own SQLite file.
+func (s *Stack) openDB(ctx context.Context, name string, migs ...sqlite.Migrations) (*sqlite.DB, error) {
+	dir, err := s.cfg.SQLiteDir()
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlite.Open(ctx, filepath.Join(dir, name+".sqlite"), sqlite.Options{Sync: s.cfg.Durability == "sync"}, migs...)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, db.Close)
+	return db, nil
+}
+
+func (s *Stack) serveHTTP(opts Options, mux *http.ServeMux) error {
+	ln := opts.HTTPListener
+	if ln == nil {
+		addr := s.cfg.HTTPAddr
+		if len(opts.Services) == 1 {
+			if a := s.cfg.ServiceHTTPAddr[opts.Services[0]]; a != "" {
+				addr = a
+			}
+		}
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("HTTP listen on %s: %w", addr, err)
+		}
+	}
+	s.URL = "http://" + ln.Addr().String()
+	s.http = &http.Server{
+		Handler:           http.MaxBytesHandler(mux, httpx.MaxBody),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	go func() {
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.Log.Error("HTTP server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Stop stops HTTP, the services, the bus and the embedded server, and
+// closes the databases, in that order.
+func (s *Stack) Stop() {
+	if s.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.http.Shutdown(ctx)
+		cancel()
+	}
+	for i := len(s.running) - 1; i >= 0; i-- {
+		s.running[i].Stop()
+	}
+	s.running = nil
+	if s.Bus != nil {
+		s.Bus.Close()
+	}
+	if s.NATS != nil {
+		s.NATS.Stop()
+	}
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		_ = s.closers[i]()
+	}
+	s.closers = nil
+}
+
+// ParseServices checks a comma-separated list of service names.
+func ParseServices(list string) ([]string, error) {
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		ok := false
+		for _, a := range AllServices {
+			ok = ok || a == n
+		}
+		if !ok {
+			return nil, fmt.Errorf("unknown service %q (one of %s)", n, strings.Join(AllServices, ", "))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,64 @@
+// Command prsaga runs and operates the PR-merge saga: `dev` (everything in
+// one process), `demo`, `serve <service>`, and client verbs against the API.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the command ran and the answer is "no" (API error, scenario failed)
+	exitUsage   = 2
+	exitTimeout = 3 // waited and the saga did not finish in time
+)
+
+const usage = `prsaga — a pull-request merge run as a saga
+
+usage: prsaga <command> [arguments] [flags]
+
+  dev                 run embedded NATS + all five services + dashboard in one process
+  demo                run the scenarios in a temp dir and print each PR's timeline
+  serve <service>     run one service (validator|merger|notifier|indexer|ledger)
+  merge               request a merge (--repo --pr --source --target --head [--strategy --title --by --wait])
+  status <pr>         show one saga
+  list                list sagas [--state S] [--repo R] [--limit N]
+  history <pr>        show a saga's transitions
+
+Every command takes --help. Configuration: PRSAGA_* environment variables, each also a flag.
+`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	cmds := map[string]func(context.Context, []string, func(string) string, io.Writer, io.Writer) int{
+		"dev":     cmdDev,
+		"demo":    cmdDemo,
+		"serve":   cmdServe,
+		"merge":   cmdMerge,
+		"status":  cmdStatus,
+		"list":    cmdList,
+		"history": cmdHistory,
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "prsaga: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	return cmd(ctx, args[1:], getenv, stdout, stderr)
+}

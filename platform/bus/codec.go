@@ -1,0 +1,244 @@
+package bus
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cloudevents/sdk-go/v2/binding/format"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+)
+
+// MaxBody bounds a message body; larger messages are dead-lettered.
+const MaxBody = 1 << 20
+
+// Header names of the NATS CloudEvents binding (binary mode) and of JetStream.
+const (
+	headerPrefix      = "ce-"
+	headerContentType = "Content-Type"
+	HeaderMsgID       = "Nats-Msg-Id"
+	structuredType    = "application/cloudevents+json"
+)
+
+// ErrUndecodable wraps every reason a message is not a CloudEvent we can read.
+var ErrUndecodable = errors.New("undecodable message")
+
+func undecodable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUndecodable, fmt.Sprintf(format, args...))
+}
+
+// Encode maps an event to a NATS message in binary content mode: data as the
+// body, each attribute and extension as a lower-case `ce-` header, and the
+// event id as Nats-Msg-Id so that JetStream drops a duplicate publish.
+func Encode(subject string, e *event.Event) (*nats.Msg, error) {
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("encode event: %w", err)
+	}
+	if err := portable(e); err != nil {
+		return nil, fmt.Errorf("encode event: %w", err)
+	}
+	h := nats.Header{}
+	set := func(k, v string) { h[headerPrefix+k] = []string{escape(v)} }
+	set("specversion", e.SpecVersion())
+	set("id", e.ID())
+	set("source", e.Source())
+	set("type", e.Type())
+	if s := e.Subject(); s != "" {
+		set("subject", s)
+	}
+	if !e.Time().IsZero() {
+		set("time", e.Time().UTC().Format(time.RFC3339Nano))
+	}
+	if s := e.DataSchema(); s != "" {
+		set("dataschema", s)
+	}
+	ct := e.DataContentType()
+	if ct == "" {
+		ct = event.ApplicationJSON
+	}
+	set("datacontenttype", ct)
+	h[headerContentType] = []string{ct}
+	for k, v := range e.Extensions() {
+		set(k, fmt.Sprint(v))
+	}
+	h[HeaderMsgID] = []string{e.ID()}
+	return &nats.Msg{Subject: subject, Header: h, Data: e.Data()}, nil
+}
+
+// Decode reads a CloudEvent from a NATS message in either content mode:
+// structured when Content-Type is application/cloudevents(+json), binary when
+// a ce-specversion header is present. Header names match case-insensitively.
+func Decode(h nats.Header, body []byte) (*event.Event, error) {
+	if len(body) > MaxBody {
+		return nil, undecodable("body of %d bytes exceeds %d", len(body), MaxBody)
+	}
+	lower := make(map[string]string, len(h))
+	for k, vs := range h {
+		if len(vs) > 0 {
+			lower[strings.ToLower(k)] = vs[0]
+		}
+	}
+	if ct := lower["content-type"]; strings.HasPrefix(strings.ToLower(ct), "application/cloudevents") {
+		return decodeStructured(ct, body)
+	}
+	if _, ok := lower["ce-specversion"]; !ok {
+		return nil, undecodable("not a CloudEvent: no ce-specversion header and Content-Type %q is not structured", lower["content-type"])
+	}
+	return decodeBinary(lower, body)
+}
+
+func decodeStructured(ct string, body []byte) (*event.Event, error) {
+	f := format.Lookup(ct)
+	if f == nil || f.MediaType() != structuredType {
+		return nil, undecodable("structured content type %q is not supported (use %s)", ct, structuredType)
+	}
+	if !utf8.Valid(body) {
+		return nil, undecodable("structured body is not valid UTF-8")
+	}
+	var e event.Event
+	if err := f.Unmarshal(body, &e); err != nil {
+		return nil, undecodable("structured event: %s", err)
+	}
+	if e.DataBase64 {
+		return nil, undecodable("structured event carries data_base64; JSON data expected")
+	}
+	if err := e.Validate(); err != nil {
+		return nil, undecodable("structured event: %s", err)
+	}
+	if err := portable(&e); err != nil {
+		return nil, undecodable("structured event: %s", err)
+	}
+	return &e, nil
+}
+
+func decodeBinary(h map[string]string, body []byte) (*event.Event, error) {
+	if v := h["ce-specversion"]; v != event.CloudEventsVersionV1 {
+		return nil, undecodable("specversion %q is not 1.0", v)
+	}
+	e := event.New()
+	for k, raw := range h {
+		if !strings.HasPrefix(k, headerPrefix) {
+			continue
+		}
+		name := strings.TrimPrefix(k, headerPrefix)
+		v, err := unescape(raw)
+		if err != nil {
+			return nil, undecodable("header %s: %s", k, err)
+		}
+		switch name {
+		case "specversion":
+		case "id":
+			e.SetID(v)
+		case "source":
+			e.SetSource(v)
+		case "type":
+			e.SetType(v)
+		case "subject":
+			e.SetSubject(v)
+		case "dataschema":
+			e.SetDataSchema(v)
+		case "datacontenttype":
+			e.SetDataContentType(v)
+		case "time":
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return nil, undecodable("ce-time %q is not RFC 3339", v)
+			}
+			e.SetTime(t)
+		default:
+			if !validExtName(name) {
+				return nil, undecodable("extension name %q is not lower-case letters and digits", name)
+			}
+			e.SetExtension(name, v)
+		}
+	}
+	if e.DataContentType() == "" {
+		if ct := h["content-type"]; ct != "" {
+			e.SetDataContentType(ct)
+		}
+	}
+	if len(body) > 0 {
+		e.DataEncoded = bytes.Clone(body)
+	}
+	if err := e.Validate(); err != nil {
+		return nil, undecodable("binary event: %s", err)
+	}
+	if err := portable(&e); err != nil {
+		return nil, undecodable("binary event: %s", err)
+	}
+	return &e, nil
+}
+
+// portable checks what both content modes must agree on, so that whatever
+// Decode accepts Encode can carry and Decode reads back (a dead-lettered,
+// relayed or replayed copy names the same event): specversion 1.0,
+// extension names of the binding's alphabet and length, a time that RFC 3339
+// can write in UTC, and a data content type that a binary-mode receiver will
+// not mistake for a structured event.
+func portable(e *event.Event) error {
+	if v := e.SpecVersion(); v != event.CloudEventsVersionV1 {
+		return fmt.Errorf("specversion %q is not 1.0", v)
+	}
+	for name := range e.Extensions() {
+		if !validExtName(name) {
+			return fmt.Errorf("extension name %q is not 1-20 lower-case letters and digits", name)
+		}
+	}
+	if t := e.Time(); !t.IsZero() {
+		if y := t.UTC().Year(); y < 0 || y > 9999 {
+			return fmt.Errorf("time %s is outside years 0000-9999 in UTC", t.Format(time.RFC3339Nano))
+		}
+	}
+	if ct := e.DataContentType(); strings.HasPrefix(strings.ToLower(ct), "application/cloudevents") {
+		return fmt.Errorf("datacontenttype %q is a CloudEvents format, which binary mode cannot carry", ct)
+	}
+	return nil
+}
+
+func validExtName(n string) bool {
+	if n == "" || len(n) > 20 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// escape percent-encodes what the binding says must not appear raw in a
+// header value: space, '"', '%' and anything outside U+0021–U+007E.
+func escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || c == '"' || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// unescape reverses escape; it also accepts a double-quoted value and
+// rejects invalid UTF-8.
+func unescape(s string) (string, error) {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	v, err := url.PathUnescape(s)
+	if err != nil {
+		return "", fmt.Errorf("bad percent-encoding")
+	}
+	if !utf8.ValidString(v) {
+		return "", fmt.Errorf("value is not valid UTF-8")
+	}
+	return v, nil
+}

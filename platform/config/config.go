@@ -1,0 +1,249 @@
+// Package config reads prsaga's configuration (DESIGN §8): every setting is
+// an environment variable and also a flag; bad or inconsistent values fail
+// at start with one clear line.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+)
+
+// Config is the whole configuration of a prsaga process.
+type Config struct {
+	NATSURL, NATSListen, NATSCreds      string
+	NATSTLSCA, NATSTLSCert, NATSTLSKey  string
+	StreamReplicas                      int
+	StreamMaxAge, DedupeWindow, AckWait time.Duration
+	MaxDeliver                          int
+	Backoff                             []time.Duration
+	Store                               string // sqlite:///dir (default <data>/db) or ydb DSN
+	Durability                          string // process | sync
+	DataDir, ReposDir, HTTPAddr         string
+	APIURL, APIToken, StatusToken       string
+	StepTimeout                         time.Duration
+	StepTimeouts                        map[contracts.State]time.Duration
+	WatchdogInterval                    time.Duration
+	WatchdogBatch                       int
+	LogLevel, LogDir                    string
+	WebhookAllowPrivate                 bool
+	OTLPEndpoint                        string
+	// ServiceHTTPAddr holds PRSAGA_<SERVICE>_HTTP_ADDR for services run as
+	// separate processes on one host.
+	ServiceHTTPAddr map[string]string
+}
+
+// Getenv is os.Getenv's shape, injectable for tests.
+type Getenv func(string) string
+
+// Bind registers every setting as a flag whose default comes from the
+// environment, then returns a function that parses the values after
+// fs.Parse. Flag errors and env errors are reported the same way.
+func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
+	str := func(name, env, def, usage string) *string {
+		v := getenv(env)
+		if v == "" {
+			v = def
+		}
+		return fs.String(name, v, usage+" ($"+env+")")
+	}
+	natsURL := str("nats-url", "PRSAGA_NATS_URL", "", "NATS server URL(s), comma-separated; empty runs an embedded server")
+	natsListen := str("nats-listen", "PRSAGA_NATS_LISTEN", "127.0.0.1:4222", "embedded NATS listen address")
+	natsCreds := str("nats-creds", "PRSAGA_NATS_CREDS", "", "NATS credentials file")
+	tlsCA := str("nats-tls-ca", "PRSAGA_NATS_TLS_CA", "", "CA file for NATS TLS")
+	tlsCert := str("nats-tls-cert", "PRSAGA_NATS_TLS_CERT", "", "client certificate for NATS TLS")
+	tlsKey := str("nats-tls-key", "PRSAGA_NATS_TLS_KEY", "", "client key for NATS TLS")
+	replicas := str("stream-replicas", "PRSAGA_STREAM_REPLICAS", "1", "JetStream stream replicas")
+	maxAge := str("stream-max-age", "PRSAGA_STREAM_MAX_AGE", "168h", "how long the stream keeps events")
+	dedupe := str("dedupe-window", "PRSAGA_DEDUPE_WINDOW", "2m", "JetStream duplicate window")
+	ackWait := str("ack-wait", "PRSAGA_ACK_WAIT", "30s", "consumer ack wait")
+	maxDeliver := str("max-deliver", "PRSAGA_MAX_DELIVER", "10", "deliveries before a step gives up")
+	backoff := str("backoff", "PRSAGA_BACKOFF", "1s,5s,30s", "redelivery delays after a transient error")
+	store := str("store", "PRSAGA_STORE", "", "sqlite:///dir (default <data>/db) or ydb://host:port/database")
+	durability := str("durability", "PRSAGA_DURABILITY", "process", "process | sync")
+	data := str("data", "PRSAGA_DATA_DIR", ".prsaga", "data directory")
+	repos := str("repos", "PRSAGA_REPOS_DIR", "", "bare repositories (default <data>/repos)")
+	httpAddr := str("http", "PRSAGA_HTTP_ADDR", "127.0.0.1:8080", "HTTP listen address")
+	apiURL := str("api", "PRSAGA_API_URL", "", "where client verbs talk (default http://<http addr>)")
+	apiToken := str("api-token", "PRSAGA_API_TOKEN", "", "operator bearer token")
+	statusToken := str("status-token", "PRSAGA_STATUS_TOKEN", "", "bearer token for CI commit statuses")
+	stepTimeout := str("step-timeout", "PRSAGA_STEP_TIMEOUT", "10m", "default step timeout (watchdog)")
+	wdInterval := str("watchdog-interval", "PRSAGA_WATCHDOG_INTERVAL", "5s", "watchdog tick")
+	wdBatch := str("watchdog-batch", "PRSAGA_WATCHDOG_BATCH", "100", "rows per watchdog tick")
+	logLevel := str("log-level", "PRSAGA_LOG_LEVEL", "info", "debug | info | warn | error")
+	logDir := str("log-dir", "PRSAGA_LOG_DIR", "", "also write <dir>/<service>.jsonl")
+	allowPrivate := str("webhook-allow-private", "PRSAGA_WEBHOOK_ALLOW_PRIVATE", "false", "allow webhooks to private addresses (tests, demos)")
+	otlp := str("otlp-endpoint", "PRSAGA_OTLP_ENDPOINT", "", "OTLP trace endpoint")
+	perState := map[contracts.State]*string{}
+	for _, s := range contracts.Steps {
+		perState[s] = str("step-timeout-"+strings.ToLower(string(s)), "PRSAGA_STEP_TIMEOUT_"+string(s), "", "timeout of "+string(s))
+	}
+	perService := map[string]*string{}
+	for _, s := range []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceIndexer, contracts.ServiceLedger} {
+		perService[s] = str(s+"-http", "PRSAGA_"+strings.ToUpper(s)+"_HTTP_ADDR", "", "HTTP address of the "+s+" when run alone")
+	}
+
+	return func() (Config, error) {
+		var errs []error
+		dur := func(name, v string) time.Duration {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				errs = append(errs, fmt.Errorf("%s: %q is not a duration like 30s or 2m", name, v))
+			}
+			return d
+		}
+		num := func(name, v string) int {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not an integer", name, v))
+			}
+			return n
+		}
+		c := Config{
+			NATSURL: *natsURL, NATSListen: *natsListen, NATSCreds: *natsCreds,
+			NATSTLSCA: *tlsCA, NATSTLSCert: *tlsCert, NATSTLSKey: *tlsKey,
+			StreamReplicas: num("PRSAGA_STREAM_REPLICAS", *replicas),
+			StreamMaxAge:   dur("PRSAGA_STREAM_MAX_AGE", *maxAge),
+			DedupeWindow:   dur("PRSAGA_DEDUPE_WINDOW", *dedupe),
+			AckWait:        dur("PRSAGA_ACK_WAIT", *ackWait),
+			MaxDeliver:     num("PRSAGA_MAX_DELIVER", *maxDeliver),
+			Store:          *store, Durability: *durability,
+			DataDir: *data, ReposDir: *repos, HTTPAddr: *httpAddr,
+			APIURL: *apiURL, APIToken: *apiToken, StatusToken: *statusToken,
+			StepTimeout:      dur("PRSAGA_STEP_TIMEOUT", *stepTimeout),
+			StepTimeouts:     map[contracts.State]time.Duration{},
+			WatchdogInterval: dur("PRSAGA_WATCHDOG_INTERVAL", *wdInterval),
+			WatchdogBatch:    num("PRSAGA_WATCHDOG_BATCH", *wdBatch),
+			LogLevel:         *logLevel, LogDir: *logDir,
+			OTLPEndpoint:    *otlp,
+			ServiceHTTPAddr: map[string]string{},
+		}
+		for _, part := range strings.Split(*backoff, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				c.Backoff = append(c.Backoff, dur("PRSAGA_BACKOFF", part))
+			}
+		}
+		switch *allowPrivate {
+		case "true", "1", "yes":
+			c.WebhookAllowPrivate = true
+		case "false", "0", "no", "":
+		default:
+			errs = append(errs, fmt.Errorf("PRSAGA_WEBHOOK_ALLOW_PRIVATE: %q is not true or false", *allowPrivate))
+		}
+		for s, v := range perState {
+			c.StepTimeouts[s] = c.StepTimeout
+			if *v != "" {
+				c.StepTimeouts[s] = dur("PRSAGA_STEP_TIMEOUT_"+string(s), *v)
+			}
+		}
+		for s, v := range perService {
+			if *v != "" {
+				c.ServiceHTTPAddr[s] = *v
+			}
+		}
+		if c.ReposDir == "" {
+			c.ReposDir = filepath.Join(c.DataDir, "repos")
+		}
+		if c.Store == "" {
+			c.Store = "sqlite://" + filepath.Join(c.DataDir, "db")
+		}
+		if c.APIURL == "" {
+			c.APIURL = "http://" + c.HTTPAddr
+		}
+		if err := errors.Join(errs...); err != nil {
+			return c, err
+		}
+		return c, c.Validate()
+	}
+}
+
+// Validate checks values and their consistency; every problem is reported.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Durability != "process" && c.Durability != "sync" {
+		bad("PRSAGA_DURABILITY: %q is not process or sync", c.Durability)
+	}
+	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
+		bad("PRSAGA_STREAM_REPLICAS: %d is not between 1 and 5", c.StreamReplicas)
+	}
+	if c.MaxDeliver < 1 {
+		bad("PRSAGA_MAX_DELIVER: %d must be at least 1", c.MaxDeliver)
+	}
+	if c.AckWait < time.Second {
+		bad("PRSAGA_ACK_WAIT: %s is shorter than 1s", c.AckWait)
+	}
+	if len(c.Backoff) == 0 {
+		bad("PRSAGA_BACKOFF: at least one delay is needed")
+	}
+	if c.WatchdogBatch < 1 {
+		bad("PRSAGA_WATCHDOG_BATCH: %d must be at least 1", c.WatchdogBatch)
+	}
+	if c.WatchdogInterval <= 0 {
+		bad("PRSAGA_WATCHDOG_INTERVAL must be positive")
+	}
+	if _, err := c.SQLiteDir(); err != nil && !c.IsYDB() {
+		bad("PRSAGA_STORE: %v", err)
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		bad("PRSAGA_HTTP_ADDR: %q is not host:port", c.HTTPAddr)
+	} else if c.APIToken == "" && !IsLoopback(c.HTTPAddr) {
+		bad("PRSAGA_HTTP_ADDR: %s is not a loopback address, so PRSAGA_API_TOKEN is required", c.HTTPAddr)
+	}
+	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		bad("PRSAGA_API_URL: %q is not an http(s) URL", c.APIURL)
+	}
+	// A step must not time out while its deliveries are still being retried.
+	budget := c.DeliveryBudget()
+	for _, s := range contracts.Steps {
+		if t := c.StepTimeouts[s]; t <= budget {
+			bad("PRSAGA_STEP_TIMEOUT_%s: %s must exceed the delivery budget %s (ack wait × max deliver + backoff)", s, t, budget)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DeliveryBudget is how long JetStream may keep redelivering one event:
+// AckWait × MaxDeliver plus the backoff total.
+func (c Config) DeliveryBudget() time.Duration {
+	b := c.AckWait * time.Duration(c.MaxDeliver)
+	for i := 0; i < c.MaxDeliver && len(c.Backoff) > 0; i++ {
+		b += c.Backoff[min(i, len(c.Backoff)-1)]
+	}
+	return b
+}
+
+// IsYDB reports whether the store is a YDB DSN.
+func (c Config) IsYDB() bool {
+	return strings.HasPrefix(c.Store, "ydb://") || strings.HasPrefix(c.Store, "grpc://") || strings.HasPrefix(c.Store, "grpcs://")
+}
+
+// SQLiteDir is the directory of the per-service SQLite files.
+func (c Config) SQLiteDir() (string, error) {
+	dir, ok := strings.CutPrefix(c.Store, "sqlite://")
+	if !ok || dir == "" {
+		return "", fmt.Errorf("%q is neither sqlite:///dir nor a ydb DSN", c.Store)
+	}
+	return dir, nil
+}
+
+// IsLoopback reports whether host:port listens on loopback only.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,89 @@
+// Package service composes one prsaga service at run time: its consumers
+// (each a runner) and its outbox relay, over its own database.
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/outbox"
+	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/sqlite"
+)
+
+// Consumer is one durable consumer of a service and its handler.
+type Consumer struct {
+	Spec   bus.ConsumerSpec
+	Step   contracts.State // the step it performs, for retries_exhausted
+	Handle runner.Handler
+}
+
+// Spec describes a service.
+type Spec struct {
+	Name      string
+	DB        *sqlite.DB
+	Consumers []Consumer
+}
+
+// Options shared by every service of a process.
+type Options struct {
+	Backoff []time.Duration
+	Workers int
+	Fault   func(point string, env contracts.Envelope) error
+	// RelayPoll is the relay's safety-net poll interval.
+	RelayPoll time.Duration
+}
+
+// Running is a started service; Stop ends it.
+type Running struct {
+	runners []*runner.Runner
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// Start starts the relay and every consumer of the service.
+func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Options) (*Running, error) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := &Running{cancel: cancel}
+	relay := &outbox.Relay{Store: s.DB, Pub: b, Log: log.With("component", "relay"), Poll: opts.RelayPoll}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		_ = relay.Run(rctx)
+	}()
+	for _, c := range s.Consumers {
+		run, err := runner.Start(ctx, runner.Config{
+			Service:  s.Name,
+			Consumer: c.Spec,
+			Bus:      b,
+			Store:    s.DB,
+			Handle:   c.Handle,
+			Log:      log,
+			Step:     c.Step,
+			Backoff:  opts.Backoff,
+			Workers:  opts.Workers,
+			Fault:    opts.Fault,
+		})
+		if err != nil {
+			r.Stop()
+			return nil, errors.Join(err)
+		}
+		r.runners = append(r.runners, run)
+	}
+	return r, nil
+}
+
+// Stop stops the consumers (letting handlers in progress finish), then the
+// relay. Unsent outbox rows stay for the next start.
+func (r *Running) Stop() {
+	for _, run := range r.runners {
+		run.Stop()
+	}
+	r.cancel()
+	r.wg.Wait()
+}

@@ -1,0 +1,176 @@
+// Package sqlite is the embedded store: one SQLite file per service (modernc,
+// pure Go) in WAL mode, holding the platform's outbox and inbox tables and
+// the service's own tables, with migrations embedded per component.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations/*.sql
+var platformMigrations embed.FS
+
+// Migrations is one component's schema: SQL files named NNNN_what.sql,
+// applied in name order, each once, recorded under Component.
+type Migrations struct {
+	Component string
+	FS        fs.FS
+}
+
+// Options of a database.
+type Options struct {
+	// Sync selects synchronous=FULL (survives power loss) over NORMAL.
+	Sync bool
+	// Now is the clock; defaults to time.Now.
+	Now func() time.Time
+}
+
+// DB is one service's database. Writes are serialised through one
+// connection (SQLite has one writer); reads use a separate pool. Safe for
+// concurrent use.
+type DB struct {
+	w, r      *sql.DB
+	now       func() time.Time
+	committed chan struct{}
+	mu        sync.Mutex // guards closed
+	closed    bool
+}
+
+// Open opens (creating if needed) the database file at path and applies the
+// platform's and the given components' migrations.
+func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	sync := "NORMAL"
+	if opts.Sync {
+		sync = "FULL"
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+sync+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + path + "?" + q.Encode()
+	w, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	q.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	db := &DB{w: w, r: r, now: opts.Now, committed: make(chan struct{}, 1)}
+	if db.now == nil {
+		db.now = time.Now
+	}
+	sub, _ := fs.Sub(platformMigrations, "migrations")
+	all := append([]Migrations{{Component: "platform", FS: sub}}, migs...)
+	if err := db.migrate(ctx, all); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	return errors.Join(db.w.Close(), db.r.Close())
+}
+
+// Now is the store's clock.
+func (db *DB) Now() time.Time { return db.now() }
+
+// Reader is the read-only pool, for queries outside transactions.
+func (db *DB) Reader() *sql.DB { return db.r }
+
+// Committed is signalled (without blocking) after every transaction that
+// appended to the outbox: the relay's wake-up.
+func (db *DB) Committed() <-chan struct{} { return db.committed }
+
+func (db *DB) migrate(ctx context.Context, all []Migrations) error {
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		component TEXT NOT NULL, name TEXT NOT NULL, applied_at INTEGER NOT NULL,
+		PRIMARY KEY (component, name))`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, m := range all {
+		names, err := fs.Glob(m.FS, "*.sql")
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", m.Component, err)
+		}
+		for _, name := range names { // fs.Glob returns names sorted
+			if err := db.apply(ctx, m, name); err != nil {
+				return fmt.Errorf("migrate %s/%s: %w", m.Component, name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (db *DB) apply(ctx context.Context, m Migrations, name string) error {
+	body, err := fs.ReadFile(m.FS, name)
+	if err != nil {
+		return err
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE component=? AND name=?`, m.Component, name).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	for _, stmt := range strings.Split(string(body), ";\n") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (component, name, applied_at) VALUES (?, ?, ?)`, m.Component, name, db.now().UnixMilli()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// isBusy reports SQLite lock contention that survived the busy timeout.
+func isBusy(err error) bool {
+	var e interface{ Code() int }
+	if errors.As(err, &e) {
+		c := e.Code() & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	return false
+}

@@ -1,0 +1,88 @@
+package bleveindex
+
+import (
+	"fmt"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/regexp"
+	"github.com/blevesearch/bleve/v2/mapping"
+)
+
+// Field names of a document in the index, usable in queries ("repo:...").
+const (
+	FieldPRID         = "pr_id"
+	FieldRepo         = "repo"
+	FieldPRNumber     = "pr_number"
+	FieldTargetBranch = "target_branch"
+	FieldSourceBranch = "source_branch"
+	FieldTitle        = "title"
+	FieldMergeSHA     = "merge_sha"
+	FieldChangedPaths = "changed_paths"
+	FieldMessages     = "messages"
+	FieldMergedAt     = "merged_at"
+)
+
+// pathAnalyzer splits a path into its words at every character that is not
+// a letter or a digit, so "internal/auth/token.go" is found by "auth",
+// "token" or "go" (the standard analyzer would keep "token.go" whole).
+const pathAnalyzer = "path"
+
+// newMapping is the mapping of a new index. Only the fields below are
+// indexed (no dynamic fields). Keyword fields hold one exact, case-sensitive
+// term (so "repo:acme/widgets" matches the repo acme/widgets and nothing
+// else); text fields are analysed into lower-case words. Every field is also
+// part of the default field, so a query without a field name searches them
+// all.
+func newMapping() (*mapping.IndexMappingImpl, error) {
+	m := bleve.NewIndexMapping()
+	m.DefaultAnalyzer = standard.Name
+	if err := m.AddCustomTokenizer("path_words", map[string]any{
+		"type":   regexp.Name,
+		"regexp": `[\p{L}\p{N}]+`,
+	}); err != nil {
+		return nil, fmt.Errorf("path tokenizer: %w", err)
+	}
+	if err := m.AddCustomAnalyzer(pathAnalyzer, map[string]any{
+		"type":          custom.Name,
+		"tokenizer":     "path_words",
+		"token_filters": []string{lowercase.Name},
+	}); err != nil {
+		return nil, fmt.Errorf("path analyzer: %w", err)
+	}
+
+	keyword := func(store bool) *mapping.FieldMapping {
+		f := bleve.NewKeywordFieldMapping()
+		f.Store = store
+		return f
+	}
+	text := func(analyzer string, store bool) *mapping.FieldMapping {
+		f := bleve.NewTextFieldMapping()
+		f.Analyzer = analyzer
+		f.Store = store
+		return f
+	}
+	number := bleve.NewNumericFieldMapping()
+	number.Store = false
+	mergedAt := bleve.NewDateTimeFieldMapping()
+	mergedAt.Store = false
+
+	d := bleve.NewDocumentStaticMapping()
+	d.AddFieldMappingsAt(FieldPRID, keyword(false)) // the document id holds it too
+	d.AddFieldMappingsAt(FieldRepo, keyword(true))
+	d.AddFieldMappingsAt(FieldPRNumber, number)
+	d.AddFieldMappingsAt(FieldTargetBranch, keyword(false))
+	d.AddFieldMappingsAt(FieldSourceBranch, keyword(false))
+	d.AddFieldMappingsAt(FieldMergeSHA, keyword(true))
+	d.AddFieldMappingsAt(FieldTitle, text(standard.Name, true))
+	d.AddFieldMappingsAt(FieldChangedPaths, text(pathAnalyzer, false))
+	d.AddFieldMappingsAt(FieldMessages, text(standard.Name, false))
+	d.AddFieldMappingsAt(FieldMergedAt, mergedAt)
+	m.DefaultMapping = d
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("index mapping: %w", err)
+	}
+	return m, nil
+}

@@ -1,0 +1,124 @@
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/prsaga/prsaga/contracts"
+)
+
+var (
+	// ErrNotFound: the ledger has no saga for the PR.
+	ErrNotFound = errors.New("saga not found")
+	// ErrConflict: a conditional write lost a race (the row's version moved,
+	// or another writer created the row first). Retry with the fresh row.
+	ErrConflict = errors.New("saga changed concurrently")
+)
+
+// Event statuses in saga_event.
+const (
+	StatusApplied = "applied"
+	StatusIgnored = "ignored"
+)
+
+// Tx is one open write transaction of the ledger's store: the saga tables
+// and the service's outbox. Everything written through it commits or rolls
+// back together. It is bound to the context of its transaction and is not
+// safe for concurrent use. The transaction may run more than once (the
+// store retries lock contention), so callers must keep side effects out.
+type Tx interface {
+	// Saga reads the PR's row within the transaction; Exists is false when
+	// there is none.
+	Saga(prID string) (contracts.Row, error)
+	// EventRecorded reports whether saga_event already holds the event.
+	EventRecorded(eventID string) (bool, error)
+	// SaveSaga writes next as the PR's row: an insert with version 1 when
+	// prev does not exist, otherwise one conditional update
+	// (... WHERE pr_id = ? AND version = prev.Version) that sets version
+	// prev.Version+1. A lost race on either returns ErrConflict.
+	SaveSaga(prev, next contracts.Row) error
+	// AddTransitions appends ts to the PR's history, numbering them after
+	// its last transition, and returns them with Seq set.
+	AddTransitions(prID string, ts []Transition) ([]Transition, error)
+	// RecordEvent stores one received event in saga_event.
+	RecordEvent(e Event) error
+	// Emit appends events to the outbox; the relay publishes them after commit.
+	Emit(evs ...*event.Event) error
+	// AfterCommit runs f once the transaction has committed.
+	AfterCommit(f func())
+}
+
+// Saga is the API's view of one PR's saga (a pr_saga row).
+type Saga struct {
+	PRID          string          `json:"pr_id"`
+	Repo          string          `json:"repo"`
+	State         contracts.State `json:"state"`
+	FailedStep    contracts.State `json:"failed_step"`
+	LastError     string          `json:"last_error"`
+	TimedOut      bool            `json:"timed_out"`
+	Attempts      int             `json:"attempts"`
+	MergeSHA      string          `json:"merge_sha"`
+	Merged        bool            `json:"merged"`
+	CorrelationID string          `json:"correlation_id"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+	// Transitions is the PR's history, oldest first; filled in for a
+	// single saga, left out of lists.
+	Transitions []Transition `json:"transitions,omitempty"`
+}
+
+// SagaOf is the view of a row.
+func SagaOf(r contracts.Row) Saga {
+	return Saga{
+		PRID:          r.PRID,
+		Repo:          r.Repo,
+		State:         r.State,
+		FailedStep:    r.FailedStep,
+		LastError:     r.LastError,
+		TimedOut:      r.TimedOut,
+		Attempts:      r.Attempts,
+		MergeSHA:      r.MergeSHA,
+		Merged:        r.Merged,
+		CorrelationID: r.CorrelationID,
+		CreatedAt:     r.CreatedAt.UTC(),
+		UpdatedAt:     r.UpdatedAt.UTC(),
+	}
+}
+
+// Transition is one recorded state change of a PR's saga (saga_transition).
+type Transition struct {
+	Seq           int64           `json:"seq"`
+	CorrelationID string          `json:"correlation_id"`
+	From          contracts.State `json:"from_state"` // "" when the row was created
+	To            contracts.State `json:"to_state"`
+	Reason        string          `json:"reason"`
+	EventID       string          `json:"event_id"` // the event that caused it; "" for an operator's retry
+	// Inferred: a step whose own event had not been seen, skipped over by a
+	// later outcome.
+	Inferred bool `json:"inferred"`
+	// Actor is who caused it: the event's source, or the operator of a retry.
+	Actor string    `json:"actor,omitempty"`
+	At    time.Time `json:"at"`
+}
+
+// Event is one received event as recorded in saga_event.
+type Event struct {
+	EventID       string    `json:"event_id"`
+	PRID          string    `json:"pr_id"`
+	CorrelationID string    `json:"correlation_id"`
+	Type          string    `json:"type"`
+	Status        string    `json:"status"` // StatusApplied or StatusIgnored
+	Reason        string    `json:"reason"`
+	ReceivedAt    time.Time `json:"received_at"`
+	// Event is the whole CloudEvent in structured JSON form.
+	Event json.RawMessage `json:"event"`
+}
+
+// Stats counts sagas per state.
+type Stats struct {
+	States map[contracts.State]int `json:"states"` // every state, zero included
+	Total  int                     `json:"total"`
+}

@@ -1,0 +1,156 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+)
+
+// Projector applies saga events to the projection with contracts.Decide.
+// It holds no state of its own and is safe for concurrent use; concurrency
+// between writers is settled by the store's conditional writes.
+type Projector struct {
+	// Now stamps rows, transitions, records and announcements; default time.Now.
+	Now func() time.Time
+}
+
+// Result says what Project did with one event.
+type Result struct {
+	// Duplicate: saga_event already held the event (a redelivery, or another
+	// ledger instance won the race). Nothing was written.
+	Duplicate bool
+	// Status is StatusApplied or StatusIgnored (empty for a duplicate).
+	Status string
+	// Reason is why the event was ignored, or a summary of what it did.
+	Reason string
+	// Row is the saga after the event (as read when nothing was applied).
+	Row contracts.Row
+	// Transitions are the recorded transitions, with Seq set.
+	Transitions []Transition
+}
+
+// Project applies one opened event within tx (DESIGN §4): it reads the row,
+// lets contracts.Decide rule, and writes the decision — one conditional
+// write of the row, its transitions, the saga_event record and one
+// prsaga.saga.state_changed.v1 per transition in the outbox. An ignored
+// event is recorded with the state machine's reason. An event already
+// recorded is a duplicate and changes nothing.
+//
+// A requested event whose non-identity fields are invalid is projected like
+// any other: the validator answers it with invalid_request.
+//
+// After commit, Project logs one "saga_transition" line per transition
+// through log, which must already carry the event's ids as
+// logging.ForEvent adds them (pr_id, correlation_id, event_id, attempt —
+// the runner's handler logger does); Project adds the transition's fields.
+//
+// ErrConflict (wrapped) means another writer moved the row since it was
+// read: roll back and handle the event again.
+func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, log *slog.Logger) (Result, error) {
+	id := env.Event.ID()
+	seen, err := tx.EventRecorded(id)
+	if err != nil {
+		return Result{}, err
+	}
+	if seen {
+		return Result{Duplicate: true}, nil
+	}
+	prID := env.Req().PRID
+	row, err := tx.Saga(prID)
+	if err != nil {
+		return Result{}, err
+	}
+	d := contracts.Decide(row, contracts.IncomingOf(env))
+	now := p.now()
+	raw, err := json.Marshal(env.Event)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode event %s: %w", id, err)
+	}
+	rec := Event{
+		EventID:       id,
+		PRID:          prID,
+		CorrelationID: env.Meta.CorrelationID,
+		Type:          env.Event.Type(),
+		ReceivedAt:    now,
+		Event:         raw,
+	}
+	if !d.Applied() {
+		rec.Status, rec.Reason = StatusIgnored, d.Ignored
+		if err := tx.RecordEvent(rec); err != nil {
+			return Result{}, err
+		}
+		tx.AfterCommit(func() {
+			log.DebugContext(ctx, "saga_event_ignored", "reason", d.Ignored)
+		})
+		return Result{Status: StatusIgnored, Reason: d.Ignored, Row: row}, nil
+	}
+
+	next := d.Row
+	next.UpdatedAt = now
+	if !row.Exists {
+		next.CreatedAt = now
+	}
+	if err := tx.SaveSaga(row, next); err != nil {
+		return Result{}, fmt.Errorf("save saga %s: %w", prID, err)
+	}
+	next.Version = row.Version + 1
+
+	var ts []Transition
+	for _, t := range d.Transitions {
+		ts = append(ts, Transition{
+			CorrelationID: next.CorrelationID,
+			From:          t.From,
+			To:            t.To,
+			Reason:        t.Reason,
+			EventID:       id,
+			Inferred:      t.Inferred,
+			Actor:         env.Event.Source(),
+			At:            now,
+		})
+	}
+	if len(ts) > 0 {
+		if ts, err = tx.AddTransitions(prID, ts); err != nil {
+			return Result{}, err
+		}
+	}
+	rec.Status, rec.Reason = StatusApplied, summary(ts)
+	if err := tx.RecordEvent(rec); err != nil {
+		return Result{}, err
+	}
+	if err := announce(tx, env, next, ts, now); err != nil {
+		return Result{}, err
+	}
+	logTransitions(ctx, tx, log, next, ts)
+	return Result{Status: StatusApplied, Reason: rec.Reason, Row: next, Transitions: ts}, nil
+}
+
+func (p *Projector) now() time.Time {
+	if p.Now == nil {
+		return time.Now().UTC()
+	}
+	return p.Now().UTC()
+}
+
+// summary describes an applied event's effect for saga_event.reason.
+func summary(ts []Transition) string {
+	if len(ts) == 0 {
+		return "filled in merge_sha; the saga had already moved past this step"
+	}
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		from := string(t.From)
+		if from == "" {
+			from = "(new)"
+		}
+		parts[i] = from + " -> " + string(t.To)
+		if t.Inferred {
+			parts[i] += " (inferred)"
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,146 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/services/ledger"
+
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+)
+
+// Tx is a ledger.Tx over an open platform transaction: the runner's, so
+// that the projection commits with the inbox and the outbox.
+type Tx struct {
+	tx *psqlite.Tx
+}
+
+var _ ledger.Tx = (*Tx)(nil)
+
+// Bind returns the ledger's view of an open transaction.
+func Bind(tx *psqlite.Tx) *Tx { return &Tx{tx: tx} }
+
+const sagaColumns = `pr_id, repo, correlation_id, state, failed_step, last_error, timed_out,
+	attempts, merge_sha, merged, version, created_at, updated_at`
+
+// Saga reads the PR's row; Exists is false when there is none.
+func (t *Tx) Saga(prID string) (contracts.Row, error) {
+	r, err := scanSaga(t.tx.QueryRowContext(t.tx.Context(), `SELECT `+sagaColumns+` FROM pr_saga WHERE pr_id = ?`, prID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return contracts.Row{}, nil
+	}
+	if err != nil {
+		return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
+	}
+	return r, nil
+}
+
+// EventRecorded reports whether saga_event holds the event.
+func (t *Tx) EventRecorded(eventID string) (bool, error) {
+	var n int
+	err := t.tx.QueryRowContext(t.tx.Context(), `SELECT count(*) FROM saga_event WHERE event_id = ?`, eventID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("look up saga event %s: %w", eventID, err)
+	}
+	return n > 0, nil
+}
+
+// SaveSaga inserts (prev does not exist) or conditionally updates the row.
+// Neither statement fails on a lost race: it changes no row, and that is
+// reported as ledger.ErrConflict.
+func (t *Tx) SaveSaga(prev, next contracts.Row) error {
+	ctx := t.tx.Context()
+	var res sql.Result
+	var err error
+	if !prev.Exists {
+		res, err = t.tx.ExecContext(ctx, `INSERT INTO pr_saga (`+sagaColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (pr_id) DO NOTHING`,
+			next.PRID, next.Repo, next.CorrelationID, next.State, next.FailedStep, next.LastError, next.TimedOut,
+			next.Attempts, next.MergeSHA, next.Merged, micros(next.CreatedAt), micros(next.UpdatedAt))
+	} else {
+		res, err = t.tx.ExecContext(ctx, `UPDATE pr_saga SET repo = ?, correlation_id = ?, state = ?,
+			failed_step = ?, last_error = ?, timed_out = ?, attempts = ?, merge_sha = ?, merged = ?,
+			created_at = ?, updated_at = ?, version = version + 1
+			WHERE pr_id = ? AND version = ?`,
+			next.Repo, next.CorrelationID, next.State, next.FailedStep, next.LastError, next.TimedOut,
+			next.Attempts, next.MergeSHA, next.Merged, micros(next.CreatedAt), micros(next.UpdatedAt),
+			prev.PRID, prev.Version)
+	}
+	if err != nil {
+		return fmt.Errorf("write saga %s: %w", next.PRID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("write saga %s: %w", next.PRID, err)
+	}
+	if n != 1 {
+		if !prev.Exists {
+			return fmt.Errorf("insert saga %s: another writer created it: %w", next.PRID, ledger.ErrConflict)
+		}
+		return fmt.Errorf("update saga %s at version %d: %w", prev.PRID, prev.Version, ledger.ErrConflict)
+	}
+	return nil
+}
+
+// AddTransitions numbers ts after the PR's last transition and inserts them.
+func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Transition, error) {
+	ctx := t.tx.Context()
+	var last int64
+	if err := t.tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM saga_transition WHERE pr_id = ?`, prID).Scan(&last); err != nil {
+		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
+	}
+	out := make([]ledger.Transition, len(ts))
+	for i, tr := range ts {
+		tr.Seq = last + int64(i) + 1
+		if _, err := t.tx.ExecContext(ctx, `INSERT INTO saga_transition
+			(pr_id, seq, correlation_id, from_state, to_state, reason, event_id, inferred, actor, at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			prID, tr.Seq, tr.CorrelationID, tr.From, tr.To, tr.Reason, tr.EventID, tr.Inferred, tr.Actor, micros(tr.At)); err != nil {
+			return nil, fmt.Errorf("insert transition %d of %s: %w", tr.Seq, prID, err)
+		}
+		out[i] = tr
+	}
+	return out, nil
+}
+
+// RecordEvent inserts the event into saga_event.
+func (t *Tx) RecordEvent(e ledger.Event) error {
+	if _, err := t.tx.ExecContext(t.tx.Context(), `INSERT INTO saga_event
+		(event_id, pr_id, correlation_id, type, status, reason, received_at, event)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.EventID, e.PRID, e.CorrelationID, e.Type, e.Status, e.Reason, micros(e.ReceivedAt), string(e.Event)); err != nil {
+		return fmt.Errorf("record event %s: %w", e.EventID, err)
+	}
+	return nil
+}
+
+// Emit appends events to the outbox.
+func (t *Tx) Emit(evs ...*event.Event) error { return t.tx.Emit(evs...) }
+
+// AfterCommit runs f after the transaction commits.
+func (t *Tx) AfterCommit(f func()) { t.tx.AfterCommit(f) }
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSaga(s scanner) (contracts.Row, error) {
+	var r contracts.Row
+	var state, failed string
+	var created, updated int64
+	if err := s.Scan(&r.PRID, &r.Repo, &r.CorrelationID, &state, &failed, &r.LastError, &r.TimedOut,
+		&r.Attempts, &r.MergeSHA, &r.Merged, &r.Version, &created, &updated); err != nil {
+		return contracts.Row{}, err
+	}
+	r.Exists = true
+	r.State, r.FailedStep = contracts.State(state), contracts.State(failed)
+	r.CreatedAt, r.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return r, nil
+}

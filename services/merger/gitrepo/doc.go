@@ -1,0 +1,24 @@
+// Package gitrepo is the merger's git layer: it performs the saga's pivot
+// step, the merge itself, in bare repositories under the repos dir.
+//
+// go-git only fast-forwards, so the three-way merge is built here on go-git's
+// object model: a tree-level merge that takes whatever only one side changed
+// and reports every path both sides changed differently as a conflict. It
+// never guesses: where git's own merge (merge-ort) might reach a different
+// clean result — renames, a directory one side removed and the other adds to,
+// mode, symlink and submodule changes on both sides, unusual file modes,
+// criss-cross histories — it reports a conflict instead. Every clean tree it
+// writes is the tree `git merge-tree --write-tree <target> <head>` writes.
+//
+// New objects are written (and fsynced) before the branch moves, and the
+// branch is moved with git's own lockfile protocol (refs/heads/<b>.lock,
+// created exclusively, compared, fsynced, renamed over the ref), so a merge
+// cooperates with `git push` and other writers of the same repository: a
+// lost race is detected and the merge is recomputed on the new target head,
+// never applied over someone else's commit.
+//
+// Merges are idempotent: before merging, and again after every lost race, a
+// merge looks for the PR's work already in the target (the PR head reachable
+// from the target head, or a commit carrying the PR's `Prsaga-PR` trailer)
+// and reports it instead of merging twice.
+package gitrepo

@@ -1,0 +1,68 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors; match them with errors.Is (they are always wrapped with
+// context).
+var (
+	// ErrRepoNotFound: no bare repository at the repository's path.
+	ErrRepoNotFound = errors.New("repository not found")
+	// ErrInvalid: a repository id, branch, sha or merge request field is
+	// malformed. Nothing invalid ever touches a path or a ref.
+	ErrInvalid = errors.New("invalid")
+	// ErrBranchNotFound: the source or target branch does not exist.
+	ErrBranchNotFound = errors.New("branch not found")
+	// ErrHeadMoved: the source branch no longer points at the requested
+	// head sha (and the PR's work is not in the target yet).
+	ErrHeadMoved = errors.New("head moved")
+	// ErrNotFastForward: strategy fast-forward, but the target head is not
+	// an ancestor of the PR head.
+	ErrNotFastForward = errors.New("not a fast-forward")
+	// ErrConflict: the merge cannot be done without a human; the error is a
+	// *ConflictError naming the paths.
+	ErrConflict = errors.New("merge conflict")
+	// ErrTargetBusy: the target branch stayed locked by another writer, or
+	// kept moving, for the whole retry budget. Nothing was changed; trying
+	// again later is safe.
+	ErrTargetBusy = errors.New("target branch busy")
+)
+
+// ConflictError is the ErrConflict a merge returns: the conflicting paths
+// (sorted, at most MaxConflictPaths) and a human sentence saying why.
+// Paths is empty when the histories themselves cannot be merged (no merge
+// base, or several).
+type ConflictError struct {
+	Paths  []string
+	Reason string
+}
+
+// MaxConflictPaths caps ConflictError.Paths, like every list in an event.
+const MaxConflictPaths = 1000
+
+func (e *ConflictError) Error() string {
+	var b strings.Builder
+	b.WriteString("merge conflict: ")
+	b.WriteString(e.Reason)
+	if len(e.Paths) > 0 {
+		const show = 5
+		shown := e.Paths[:min(len(e.Paths), show)]
+		fmt.Fprintf(&b, " (%d paths: %s", len(e.Paths), strings.Join(shown, ", "))
+		if len(e.Paths) > show {
+			b.WriteString(", …")
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrConflict) true for a *ConflictError.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// invalidf builds an ErrInvalid error.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}

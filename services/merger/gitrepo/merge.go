@@ -1,0 +1,216 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Merge merges the PR head req.HeadSHA into the current head of
+// req.TargetBranch with req.Strategy, and moves the target branch to the
+// result:
+//
+//   - fast-forward: the target moves to HeadSHA, only if its head is an
+//     ancestor of HeadSHA (ErrNotFastForward otherwise);
+//   - merge: a merge commit with parents [target head, HeadSHA];
+//   - squash: one commit with parent [target head] and the merge's tree.
+//
+// Merge and squash commits carry the Prsaga-PR and Prsaga-Correlation-Id
+// trailers; their tree is the one `git merge-tree --write-tree` computes, or
+// the merge fails with a *ConflictError (ErrConflict) — see treeMerge.
+//
+// Merge is idempotent: if the PR's work is already in the target (a commit
+// with its Prsaga-PR trailer in the target's history, or HeadSHA reachable
+// from the target head) it returns AlreadyMerged and writes nothing. That is
+// checked first, so a redelivery succeeds even after the PR branch moved
+// or was deleted; only then must the source branch still point at HeadSHA
+// (ErrHeadMoved otherwise; ErrBranchNotFound if either branch is missing).
+//
+// If another writer moves the target branch between planning and the ref
+// update, the update fails without harm and the merge is planned again on
+// the new head, already-merged check included; if the branch stays locked
+// or keeps moving, Merge gives up with ErrTargetBusy. Merge is safe for
+// concurrent use, and with other processes writing the repository.
+func (r *Repo) Merge(req MergeRequest) (Result, error) {
+	if err := req.validate(r.name); err != nil {
+		return Result{}, err
+	}
+	if req.Committer == (Signature{}) {
+		req.Committer = req.Author
+	}
+	if req.When.IsZero() {
+		req.When = time.Now()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+
+	var p *plan
+	var last error
+	for attempt := 0; attempt < r.retry.attempts; attempt++ {
+		if p == nil {
+			r.refresh()
+			var err error
+			if p, err = r.plan(req); err != nil {
+				return Result{}, fmt.Errorf("merge %s into %s: %w", req.PRID, req.TargetBranch, err)
+			}
+			if p.result.AlreadyMerged {
+				return p.result, nil
+			}
+			call(r.hooks.beforeRefUpdate)
+		}
+		err := updateRef(r.dir, req.TargetBranch, p.old, p.new)
+		switch {
+		case err == nil:
+			return p.result, nil
+		case errors.Is(err, errRefLocked):
+			// Someone else is writing the branch: keep the plan (the update
+			// re-checks the old value under the lock) and wait a little.
+			call(r.hooks.lockBusy)
+			time.Sleep(r.retry.wait(attempt))
+		case errors.Is(err, errRefChanged):
+			p = nil // lost a race: plan again on the new target head
+		default:
+			return Result{}, fmt.Errorf("merge %s into %s: %w", req.PRID, req.TargetBranch, err)
+		}
+		last = err
+	}
+	return Result{}, fmt.Errorf("merge %s into %s: %w after %d attempts: %w",
+		req.PRID, req.TargetBranch, ErrTargetBusy, r.retry.attempts, last)
+}
+
+// plan is a merge computed against one value of the target ref, with all
+// its objects written: what is left is moving the ref from old to new.
+type plan struct {
+	old, new plumbing.Hash
+	result   Result // AlreadyMerged: nothing to move
+}
+
+func (r *Repo) plan(req MergeRequest) (*plan, error) {
+	targetHash, err := readRef(r.dir, req.TargetBranch)
+	if err != nil {
+		return nil, fmt.Errorf("target branch: %w", err)
+	}
+	target, err := r.commit(targetHash)
+	if err != nil {
+		return nil, fmt.Errorf("target head: %w", err)
+	}
+	headHash := plumbing.NewHash(req.HeadSHA)
+	head, err := r.commit(headHash)
+	if err != nil && !errors.Is(err, errObjectMissing) {
+		return nil, fmt.Errorf("PR head: %w", err)
+	}
+	var bases []*object.Commit
+	if head != nil {
+		if bases, err = mergeBases(target, head); err != nil {
+			return nil, err
+		}
+	}
+	if res, ok, err := r.alreadyMerged(req, target, head, bases); err != nil || ok {
+		return &plan{result: res}, err
+	}
+
+	srcHash, err := readRef(r.dir, req.SourceBranch)
+	if err != nil {
+		return nil, fmt.Errorf("source branch: %w", err)
+	}
+	if srcHash != headHash {
+		return nil, fmt.Errorf("source branch %s is at %s, not %s: %w", req.SourceBranch, srcHash, headHash, ErrHeadMoved)
+	}
+	if head == nil {
+		return nil, fmt.Errorf("PR head: %w", errObjectMissing)
+	}
+	if req.Strategy == StrategyFastForward {
+		return r.planFastForward(target, head, bases)
+	}
+	return r.planMerge(req, target, head, bases)
+}
+
+// alreadyMerged looks for the PR's work in the target: a commit carrying
+// the PR's trailer (a merge or squash made by prsaga), else the PR head
+// itself reachable from the target head (a fast-forward, or a merge made
+// outside prsaga).
+func (r *Repo) alreadyMerged(req MergeRequest, target, head *object.Commit, bases []*object.Commit) (Result, bool, error) {
+	c, err := r.findTrailerCommit(target.Hash, bases, req.PRID)
+	if err != nil {
+		return Result{}, false, err
+	}
+	if c != nil {
+		res := Result{MergeSHA: c.Hash.String(), AlreadyMerged: true}
+		if len(c.ParentHashes) > 0 {
+			parent, err := r.commit(c.ParentHashes[0])
+			if err != nil {
+				return Result{}, false, err
+			}
+			res.BaseSHA = parent.Hash.String()
+			if res.ChangedPaths, err = r.changedPaths(parent.TreeHash, c.TreeHash); err != nil {
+				return Result{}, false, err
+			}
+		}
+		return res, true, nil
+	}
+	if head != nil && (head.Hash == target.Hash || len(bases) == 1 && bases[0].Hash == head.Hash) {
+		return Result{MergeSHA: head.Hash.String(), AlreadyMerged: true}, true, nil
+	}
+	return Result{}, false, nil
+}
+
+func (r *Repo) planFastForward(target, head *object.Commit, bases []*object.Commit) (*plan, error) {
+	if len(bases) != 1 || bases[0].Hash != target.Hash {
+		return nil, fmt.Errorf("target head %s is not an ancestor of %s: %w", target.Hash, head.Hash, ErrNotFastForward)
+	}
+	changed, err := r.changedPaths(target.TreeHash, head.TreeHash)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{old: target.Hash, new: head.Hash, result: Result{
+		MergeSHA: head.Hash.String(), BaseSHA: target.Hash.String(), ChangedPaths: changed,
+	}}, nil
+}
+
+func (r *Repo) planMerge(req MergeRequest, target, head *object.Commit, bases []*object.Commit) (*plan, error) {
+	switch {
+	case len(bases) == 0:
+		return nil, &ConflictError{Reason: "the PR head and the target branch have no common history"}
+	case len(bases) > 1:
+		return nil, &ConflictError{Reason: fmt.Sprintf(
+			"criss-cross history: %d merge bases (merging them first is not supported)", len(bases))}
+	}
+	tree, trees, err := r.mergeTrees(bases[0].TreeHash, target.TreeHash, head.TreeHash)
+	if err != nil {
+		return nil, err
+	}
+	c := &object.Commit{
+		Author:    object.Signature{Name: req.Author.Name, Email: req.Author.Email, When: req.When},
+		Committer: object.Signature{Name: req.Committer.Name, Email: req.Committer.Email, When: req.When},
+		TreeHash:  tree,
+	}
+	if req.Strategy == StrategySquash {
+		subjects, more, err := r.squashedSubjects(head.Hash, bases[0].Hash)
+		if err != nil {
+			return nil, err
+		}
+		c.Message = squashMessage(req, subjects, more)
+		c.ParentHashes = []plumbing.Hash{target.Hash}
+	} else {
+		c.Message = mergeMessage(req)
+		c.ParentHashes = []plumbing.Hash{target.Hash, head.Hash}
+	}
+	obj, err := r.encodeCommit(c)
+	if err != nil {
+		return nil, err
+	}
+	// Trees first, then the commit: never an object pointing at a missing one.
+	if err := r.writeObjects(append(trees, obj)...); err != nil {
+		return nil, err
+	}
+	changed, err := r.changedPaths(target.TreeHash, tree)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{old: target.Hash, new: obj.Hash(), result: Result{
+		MergeSHA: obj.Hash().String(), BaseSHA: target.Hash.String(), ChangedPaths: changed,
+	}}, nil
+}

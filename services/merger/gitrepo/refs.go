@@ -1,0 +1,199 @@
+package gitrepo
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Refs are read and written here, by hand, the way git's "files" ref
+// backend does it — not through go-git, whose ref update rewrites the ref in
+// place under a flock: not crash-atomic, and blind to the .lock files git
+// itself takes (a `git push` racing a merge could be lost).
+
+var (
+	// errRefLocked: <ref>.lock exists — another writer is updating the ref.
+	errRefLocked = errors.New("ref is locked by another writer")
+	// errRefChanged: the ref no longer has the value the merge was built on.
+	errRefChanged = errors.New("ref changed concurrently")
+)
+
+func loosePath(gitDir, branch string) string {
+	return filepath.Join(gitDir, "refs", "heads", filepath.FromSlash(branch))
+}
+
+// readRef returns the commit refs/heads/<branch> points at: the loose ref
+// file if there is one, else its line in packed-refs (a loose ref overrides
+// a packed one). ErrBranchNotFound if neither exists.
+func readRef(gitDir, branch string) (plumbing.Hash, error) {
+	name := "refs/heads/" + branch
+	b, err := os.ReadFile(loosePath(gitDir, branch))
+	switch {
+	case err == nil:
+		return parseLooseRef(name, b)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR):
+		// No loose ref (refs/heads/a is a directory when only a/b exists,
+		// or a path component is a file): fall back to packed-refs.
+	default:
+		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", name, err)
+	}
+	h, ok, err := readPackedRef(gitDir, name)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if !ok {
+		return plumbing.ZeroHash, fmt.Errorf("%s: %w", name, ErrBranchNotFound)
+	}
+	return h, nil
+}
+
+func parseLooseRef(name string, b []byte) (plumbing.Hash, error) {
+	s := strings.TrimRight(string(b), "\n")
+	if strings.HasPrefix(s, "ref:") {
+		return plumbing.ZeroHash, fmt.Errorf("%s is a symbolic ref (%s): not supported", name, s)
+	}
+	h, ok := parseHash(s)
+	if !ok {
+		return plumbing.ZeroHash, fmt.Errorf("%s holds %q, not a commit sha", name, truncate(s))
+	}
+	return h, nil
+}
+
+// readPackedRef looks a ref up in packed-refs: "<sha> <name>" lines, "#"
+// header lines and "^<sha>" peeled-tag lines. git replaces packed-refs
+// atomically (packed-refs.lock + rename), so a read sees a whole file.
+func readPackedRef(gitDir, name string) (plumbing.Hash, bool, error) {
+	b, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return plumbing.ZeroHash, false, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("read packed-refs: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' || line[0] == '^' {
+			continue
+		}
+		sha, ref, ok := strings.Cut(line, " ")
+		if !ok || ref != name {
+			continue
+		}
+		h, ok := parseHash(sha)
+		if !ok {
+			return plumbing.ZeroHash, false, fmt.Errorf("packed-refs: bad line for %s", name)
+		}
+		return h, true, nil
+	}
+	if err := sc.Err(); err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("read packed-refs: %w", err)
+	}
+	return plumbing.ZeroHash, false, nil
+}
+
+// updateRef moves refs/heads/<branch> from old to new with git's lockfile
+// protocol:
+//
+//  1. create refs/heads/<branch>.lock with O_CREAT|O_EXCL — if it exists,
+//     another writer (git, or another merger) holds the ref: errRefLocked,
+//     and the lock is left alone;
+//  2. under the lock, re-read the ref (loose, else packed) and compare it
+//     with old — a mismatch is errRefChanged;
+//  3. write "<new>\n" to the lock file and fsync it;
+//  4. rename the lock file over the loose ref (atomic; a packed-only ref is
+//     thereby overridden, as git does) and fsync the directory.
+//
+// On every failure after step 1 the lock file is removed again.
+func updateRef(gitDir, branch string, old, new plumbing.Hash) (err error) {
+	ref := loosePath(gitDir, branch)
+	lock := ref + ".lock"
+	// A packed-only ref in a nested namespace may have no directory yet.
+	if err := os.MkdirAll(filepath.Dir(ref), 0o777); err != nil {
+		return fmt.Errorf("lock refs/heads/%s: %w", branch, err)
+	}
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("refs/heads/%s: %w", branch, errRefLocked)
+	}
+	if err != nil {
+		return fmt.Errorf("lock refs/heads/%s: %w", branch, err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			f.Close()
+			if rmErr := os.Remove(lock); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+				err = errors.Join(err, fmt.Errorf("remove %s: %w", lock, rmErr))
+			}
+		}
+	}()
+
+	cur, err := readRef(gitDir, branch)
+	if err != nil {
+		return err
+	}
+	if cur != old {
+		return fmt.Errorf("refs/heads/%s is %s, expected %s: %w", branch, cur, old, errRefChanged)
+	}
+	if _, err := f.WriteString(new.String() + "\n"); err != nil {
+		return fmt.Errorf("write %s: %w", lock, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", lock, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", lock, err)
+	}
+	if err := os.Rename(lock, ref); err != nil {
+		return fmt.Errorf("commit refs/heads/%s: %w", branch, err)
+	}
+	locked = false // the lock file is now the ref
+	return syncDir(filepath.Dir(ref))
+}
+
+// syncDir fsyncs a directory so that a rename or a new file in it survives
+// a crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// parseHash parses a full 40-hex sha.
+func parseHash(s string) (plumbing.Hash, bool) {
+	if len(s) != 40 {
+		return plumbing.ZeroHash, false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return plumbing.ZeroHash, false
+		}
+	}
+	return plumbing.NewHash(s), true
+}
+
+// truncate keeps file contents out of error messages beyond a readable length.
+func truncate(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}

@@ -1,0 +1,97 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/prsaga/prsaga/contracts"
+)
+
+// Repo is one bare repository. Its methods are safe for concurrent use: they
+// take turns on the repository's mutex.
+type Repo struct {
+	name  string // "owner/name"
+	dir   string // the git directory
+	retry retryPolicy
+	hooks hooks
+
+	mu sync.Mutex // guards st: go-git is not safe for concurrent use
+	st *filesystem.Storage
+}
+
+// retryPolicy bounds how often, and how patiently, a merge retries when the
+// target ref is locked by another writer or moved under it.
+type retryPolicy struct {
+	attempts int           // ref update attempts in total
+	backoff  time.Duration // first wait; doubles up to maxWait
+	maxWait  time.Duration
+}
+
+// defaultRetry waits up to about 3s in total for a busy target branch —
+// longer than git's own 100ms ref lock timeout, since a merger has nobody
+// waiting interactively and a retry of the whole step costs more.
+var defaultRetry = retryPolicy{attempts: 40, backoff: 2 * time.Millisecond, maxWait: 100 * time.Millisecond}
+
+func (p retryPolicy) wait(attempt int) time.Duration {
+	d := p.backoff << min(attempt, 16)
+	return min(d, p.maxWait)
+}
+
+// hooks let in-package tests act at exact points of a merge instead of
+// sleeping. Nil hooks are skipped.
+type hooks struct {
+	beforeRefUpdate func() // the merge is planned and written; the ref lock is not taken yet
+	lockBusy        func() // the target ref's lock file exists; the merge will back off
+}
+
+func call(f func()) {
+	if f != nil {
+		f()
+	}
+}
+
+// Name returns the repository id "owner/name".
+func (r *Repo) Name() string { return r.name }
+
+// Head returns the commit sha refs/heads/<branch> points at, reading the
+// loose ref or else packed-refs from disk (never a cached value).
+// ErrBranchNotFound if the branch does not exist, ErrInvalid for a malformed
+// branch name.
+func (r *Repo) Head(branch string) (string, error) {
+	if err := contracts.ValidateBranch("branch", branch); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	h, err := readRef(r.dir, branch)
+	if err != nil {
+		return "", err
+	}
+	return h.String(), nil
+}
+
+// refresh makes go-git see packs written by other processes since the last
+// call (`git push` of many objects, `git gc`): go-git loads the pack index
+// list once and would otherwise never find their objects. Loose objects are
+// always looked up on disk, refs are read by readRef. Callers hold r.mu.
+func (r *Repo) refresh() { r.st.Reindex() }
+
+// commit loads a commit object; errObjectMissing wrapped if it is not in the
+// repository.
+func (r *Repo) commit(h plumbing.Hash) (*object.Commit, error) {
+	c, err := object.GetCommit(r.st, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, fmt.Errorf("commit %s: %w", h, errObjectMissing)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", h, err)
+	}
+	return c, nil
+}
+
+// errObjectMissing marks a commit that is not in the repository at all.
+var errObjectMissing = errors.New("object not in repository")

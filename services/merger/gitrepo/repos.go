@@ -1,0 +1,144 @@
+package gitrepo
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/prsaga/prsaga/contracts"
+)
+
+// Repos gives access to the bare repositories under one root directory,
+// repository "owner/name" living at <root>/<owner>/<name>.git. It keeps every
+// repository it opened, so that go-git's object cache and pack indexes are
+// reused across merges.
+//
+// Repos is safe for concurrent use. Each repository has one mutex that every
+// *Repo method holds (go-git is not safe for concurrent use); different
+// repositories are worked on in parallel. Other processes (another merger,
+// `git push`) may write the same repositories at the same time: refs are
+// moved with git's lockfile protocol and pack indexes are re-read per call.
+type Repos struct {
+	root  string
+	retry retryPolicy
+	hooks hooks
+
+	mu    sync.Mutex
+	repos map[string]*Repo
+}
+
+// objectCacheSize bounds go-git's object cache per open repository (its
+// default is 96 MiB, too much to keep for every repository of a forge).
+const objectCacheSize = 16 * cache.MiByte
+
+// NewRepos returns the repositories under root, which must be an existing
+// directory.
+func NewRepos(root string) (*Repos, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("repos dir %q: %w", root, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("repos dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("repos dir %q is not a directory", abs)
+	}
+	return &Repos{root: abs, retry: defaultRetry, repos: map[string]*Repo{}}, nil
+}
+
+// Open returns the bare repository "owner/name"; ErrInvalid for a malformed
+// id, ErrRepoNotFound when there is no bare repository at its path.
+func (rs *Repos) Open(repo string) (*Repo, error) {
+	dir, err := rs.path(repo)
+	if err != nil {
+		return nil, err
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, ok := rs.repos[repo]; ok {
+		return r, nil
+	}
+	if !isBareRepo(dir) {
+		return nil, fmt.Errorf("open %s: %w", repo, ErrRepoNotFound)
+	}
+	r := rs.newRepo(repo, dir)
+	rs.repos[repo] = r
+	return r, nil
+}
+
+// Init creates the bare repository "owner/name" with HEAD pointing at
+// refs/heads/main and no commits, for tests and demos. It fails (wrapping
+// os.ErrExist) if something already exists at the repository's path.
+func (rs *Repos) Init(repo string) (*Repo, error) {
+	dir, err := rs.path(repo)
+	if err != nil {
+		return nil, err
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if _, err := os.Lstat(dir); err == nil {
+		return nil, fmt.Errorf("init %s: %w", repo, os.ErrExist)
+	}
+	_, err = git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		Bare:        true,
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.Main},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("init %s: %w", repo, err)
+	}
+	r := rs.newRepo(repo, dir)
+	rs.repos[repo] = r
+	return r, nil
+}
+
+func (rs *Repos) newRepo(repo, dir string) *Repo {
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize))
+	return &Repo{name: repo, dir: dir, st: st, retry: rs.retry, hooks: rs.hooks}
+}
+
+// path validates a repository id and maps it to its directory under the
+// root. The id rules are the contracts' (two parts of [A-Za-z0-9._-], no
+// "..", ...); the path is checked again to be inside the root, so that a
+// change of the id rules can never open a path outside it.
+func (rs *Repos) path(repo string) (string, error) {
+	if err := contracts.ValidateRepo(repo); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	owner, name, _ := strings.Cut(repo, "/")
+	if strings.ContainsAny(name, `/\`) || filepath.IsAbs(owner) {
+		return "", invalidf("repo %q is not owner/name", repo)
+	}
+	dir := filepath.Join(rs.root, owner, name+".git")
+	rel, err := filepath.Rel(rs.root, dir)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
+		return "", invalidf("repo %q escapes the repos dir", repo)
+	}
+	return dir, nil
+}
+
+// isBareRepo reports whether dir looks like a git directory the way git
+// itself decides it (HEAD, objects/ and refs/ present). A non-bare checkout
+// at the path is refused: its git directory would be dir/.git.
+func isBareRepo(dir string) bool {
+	head, err := os.Stat(filepath.Join(dir, "HEAD"))
+	if err != nil || head.IsDir() {
+		return false
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		fi, err := os.Stat(filepath.Join(dir, sub))
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}

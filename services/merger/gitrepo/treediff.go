@@ -1,0 +1,127 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// entry is one version of a path in a tree: mode and object. The zero entry
+// means "absent".
+type entry struct {
+	mode filemode.FileMode
+	hash plumbing.Hash
+}
+
+func (e entry) present() bool { return e.mode != filemode.Empty }
+func (e entry) isDir() bool   { return e.mode == filemode.Dir }
+
+// dirOrAbsent: a directory, or nothing — what a three-way merge can recurse into.
+func (e entry) dirOrAbsent() bool { return !e.present() || e.isDir() }
+
+// readTree returns a tree's entries by name; the zero hash is the empty tree.
+func (r *Repo) readTree(h plumbing.Hash) (map[string]entry, error) {
+	entries := map[string]entry{}
+	if h.IsZero() {
+		return entries, nil
+	}
+	t, err := object.GetTree(r.st, h)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", h, err)
+	}
+	for _, e := range t.Entries {
+		if e.Mode == filemode.Empty {
+			return nil, fmt.Errorf("tree %s: entry %q has no mode", h, e.Name)
+		}
+		entries[e.Name] = entry{mode: e.Mode, hash: e.Hash}
+	}
+	return entries, nil
+}
+
+// unionNames lists the names of all the trees, sorted.
+func unionNames(trees ...map[string]entry) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, t := range trees {
+		for n := range t {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// errStopWalk ends a diff walk early without an error.
+var errStopWalk = errors.New("stop walk")
+
+// diffTrees calls fn for every non-directory path whose entry differs
+// between tree a and tree b (zero hashes are empty trees), skipping
+// identical subtrees by hash. A directory present on one side only is
+// expanded into its files. fn returns false to stop the walk.
+func (r *Repo) diffTrees(a, b plumbing.Hash, fn func(path string, from, to entry) bool) error {
+	err := r.diffDir("", a, b, fn)
+	if errors.Is(err, errStopWalk) {
+		return nil
+	}
+	return err
+}
+
+func (r *Repo) diffDir(dir string, a, b plumbing.Hash, fn func(string, entry, entry) bool) error {
+	if a == b {
+		return nil
+	}
+	ta, err := r.readTree(a)
+	if err != nil {
+		return err
+	}
+	tb, err := r.readTree(b)
+	if err != nil {
+		return err
+	}
+	for _, name := range unionNames(ta, tb) {
+		ea, eb := ta[name], tb[name]
+		if ea == eb {
+			continue
+		}
+		p := path.Join(dir, name)
+		var subA, subB plumbing.Hash
+		if ea.isDir() {
+			subA, ea = ea.hash, entry{}
+		}
+		if eb.isDir() {
+			subB, eb = eb.hash, entry{}
+		}
+		if !subA.IsZero() || !subB.IsZero() {
+			if err := r.diffDir(p, subA, subB, fn); err != nil {
+				return err
+			}
+		}
+		if ea != eb && !fn(p, ea, eb) {
+			return errStopWalk
+		}
+	}
+	return nil
+}
+
+// changedPaths lists the files that differ between two trees, sorted, at
+// most MaxChangedPaths of them.
+func (r *Repo) changedPaths(from, to plumbing.Hash) ([]string, error) {
+	var paths []string
+	err := r.diffTrees(from, to, func(p string, _, _ entry) bool {
+		paths = append(paths, p)
+		return len(paths) < MaxChangedPaths
+	})
+	if err != nil {
+		return nil, fmt.Errorf("changed paths: %w", err)
+	}
+	sort.Strings(paths)
+	return paths, nil
+}

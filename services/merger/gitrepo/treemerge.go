@@ -1,0 +1,223 @@
+package gitrepo
+
+import (
+	"fmt"
+	"path"
+	"sort"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// treeMerge is one tree-level three-way merge of base, ours (the target
+// head) and theirs (the PR head).
+//
+// Per path: what both sides have alike is kept (unchanged, changed the same
+// way, or deleted on both); what only one side changed is taken from that
+// side, whole (a subtree by its hash, unread); where both sides changed a
+// directory differently the merge recurses; every other path changed on both
+// sides is a conflict — file contents are not merged, nor are modes, symlink
+// targets or submodule commits. On top of that, whatever git's rename and
+// directory-rename detection could turn into a different result is a
+// conflict (see renames.go). The new trees are kept in memory and written
+// only if the whole merge is clean.
+type treeMerge struct {
+	r *Repo
+
+	trees     []plumbing.EncodedObject // new trees, children before parents
+	conflicts []conflict
+	// bothDeleted: paths present in base and deleted on both sides, which
+	// git's rename detection may pair with a file added elsewhere.
+	bothDeleted []pathEntry
+}
+
+type conflict struct {
+	path string
+	why  string
+}
+
+type pathEntry struct {
+	path string
+	e    entry
+}
+
+// removedBy marks a recursion into a directory that one side removed
+// entirely: anything the other side adds under it is a conflict, since git
+// may detect a directory rename and move the addition elsewhere.
+type removedBy int
+
+const (
+	removedByNone removedBy = iota
+	removedByOurs
+	removedByTheirs
+)
+
+// mergeTrees merges three root trees. It returns the result tree's hash
+// (the empty tree's if nothing is left) and the new tree objects to write,
+// or a *ConflictError.
+func (r *Repo) mergeTrees(base, ours, theirs plumbing.Hash) (plumbing.Hash, []plumbing.EncodedObject, error) {
+	m := &treeMerge{r: r}
+	root, err := m.mergeDir("", base, ours, theirs, removedByNone)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if err := m.checkRenames(base, ours, theirs); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if len(m.conflicts) > 0 {
+		return plumbing.ZeroHash, nil, m.conflictError()
+	}
+	if root.IsZero() { // everything deleted: the empty tree
+		if root, err = m.encodeTree(nil); err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+	}
+	return root, m.trees, nil
+}
+
+// mergeDir merges three versions of a directory (zero hash: absent) and
+// returns the merged tree, or the zero hash if it is empty.
+func (m *treeMerge) mergeDir(dir string, b, o, t plumbing.Hash, removed removedBy) (plumbing.Hash, error) {
+	var trees [3]map[string]entry
+	for i, h := range []plumbing.Hash{b, o, t} {
+		var err error
+		if trees[i], err = m.r.readTree(h); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	var out []object.TreeEntry
+	for _, name := range unionNames(trees[:]...) {
+		p := path.Join(dir, name)
+		res, err := m.mergeEntry(p, trees[0][name], trees[1][name], trees[2][name], removed)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if !res.present() {
+			continue
+		}
+		if !canonicalMode(res.mode) {
+			m.conflict(p, fmt.Sprintf("unusual file mode %o", uint32(res.mode)))
+		}
+		out = append(out, object.TreeEntry{Name: name, Mode: res.mode, Hash: res.hash})
+	}
+	if len(out) == 0 || len(m.conflicts) > 0 {
+		return plumbing.ZeroHash, nil // empty directories vanish, as in git
+	}
+	return m.encodeTree(out)
+}
+
+// mergeEntry merges one path's three versions.
+func (m *treeMerge) mergeEntry(p string, b, o, t entry, removed removedBy) (entry, error) {
+	switch {
+	case o == t: // unchanged, changed alike, or deleted on both sides
+		if b.present() && !o.present() {
+			m.bothDeleted = append(m.bothDeleted, pathEntry{p, b})
+		}
+		return o, nil
+	case b == o: // only the PR changed it
+		if removed == removedByOurs && !b.present() {
+			m.conflict(p, "added by the PR inside a directory the target removed (possible directory rename)")
+		}
+		return t, nil
+	case b == t: // only the target changed it
+		if removed == removedByTheirs && !b.present() {
+			m.conflict(p, "added by the target inside a directory the PR removed (possible directory rename)")
+		}
+		return o, nil
+	}
+	// Both sides changed it, differently.
+	if b.dirOrAbsent() && o.dirOrAbsent() && t.dirOrAbsent() {
+		sub := removed
+		switch {
+		case b.present() && !o.present():
+			sub = removedByOurs
+		case b.present() && !t.present():
+			sub = removedByTheirs
+		}
+		h, err := m.mergeDir(p, b.hash, o.hash, t.hash, sub)
+		if err != nil || h.IsZero() {
+			return entry{}, err
+		}
+		return entry{mode: filemode.Dir, hash: h}, nil
+	}
+	m.conflict(p, describeConflict(b, o, t))
+	return entry{}, nil
+}
+
+// describeConflict says why a path changed on both sides cannot be merged.
+func describeConflict(b, o, t entry) string {
+	switch {
+	case !o.present():
+		return "deleted by the target, changed by the PR"
+	case !t.present():
+		return "changed by the target, deleted by the PR"
+	case o.isDir() != t.isDir() || b.present() && b.isDir() != o.isDir():
+		return "file/directory conflict"
+	case !b.present():
+		return "added on both sides with different contents"
+	case o.mode == filemode.Submodule || t.mode == filemode.Submodule:
+		return "submodule changed on both sides"
+	case o.mode == filemode.Symlink || t.mode == filemode.Symlink:
+		return "symlink changed on both sides"
+	case o.mode != t.mode:
+		return "changed on both sides, with different modes"
+	default:
+		return "content changed on both sides (file contents are not merged)"
+	}
+}
+
+// canonicalMode: the modes git writes. Entries with legacy modes (e.g.
+// 100664) would be normalised by git in a new tree; rather than guess, such
+// a path is a conflict.
+func canonicalMode(m filemode.FileMode) bool {
+	switch m {
+	case filemode.Dir, filemode.Regular, filemode.Executable, filemode.Symlink, filemode.Submodule:
+		return true
+	}
+	return false
+}
+
+func (m *treeMerge) conflict(p, why string) {
+	m.conflicts = append(m.conflicts, conflict{path: p, why: why})
+}
+
+// encodeTree encodes a new tree object in memory (sorted as git sorts:
+// directories compare as "name/") and keeps it for writing.
+func (m *treeMerge) encodeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
+	sort.Sort(object.TreeEntrySorter(entries))
+	obj := m.r.st.NewEncodedObject()
+	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	}
+	m.trees = append(m.trees, obj)
+	return obj.Hash(), nil
+}
+
+// conflictError reports the conflicts, sorted by path, capped, with the
+// first ones' reasons.
+func (m *treeMerge) conflictError() error {
+	sort.SliceStable(m.conflicts, func(i, j int) bool { return m.conflicts[i].path < m.conflicts[j].path })
+	var paths []string
+	var seen = map[string]bool{}
+	var reason string
+	for _, c := range m.conflicts {
+		if seen[c.path] {
+			continue
+		}
+		seen[c.path] = true
+		if len(paths) < MaxConflictPaths {
+			paths = append(paths, c.path)
+		}
+		if len(seen) <= 3 {
+			if reason != "" {
+				reason += "; "
+			}
+			reason += c.path + ": " + c.why
+		}
+	}
+	if len(seen) > 3 {
+		reason += fmt.Sprintf("; and %d more", len(seen)-3)
+	}
+	return &ConflictError{Paths: paths, Reason: reason}
+}

@@ -1,0 +1,108 @@
+// Package server assembles the merger: the bare repositories under the
+// repos dir and the consumer of validated events.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/service"
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/services/merger"
+	"github.com/prsaga/prsaga/services/merger/gitrepo"
+)
+
+// Options of the merger.
+type Options struct {
+	DB       *psqlite.DB
+	ReposDir string
+	// Committer signs merge commits; authors are the requesters.
+	Committer gitrepo.Signature
+	// AuthorDomain builds an author email from requested_by.
+	AuthorDomain string
+	Sync         bool // fsync objects and refs before the ref moves
+	Now          func() time.Time
+}
+
+// Server is the assembled merger.
+type Server struct {
+	db *psqlite.DB
+	m  *merger.Merger
+}
+
+// New opens the repos dir.
+func New(opts Options) (*Server, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Committer.Name == "" {
+		opts.Committer = gitrepo.Signature{Name: "prsaga", Email: "prsaga@localhost"}
+	}
+	if opts.AuthorDomain == "" {
+		opts.AuthorDomain = "users.noreply.prsaga"
+	}
+	repos, err := gitrepo.NewRepos(opts.ReposDir)
+	if err != nil {
+		return nil, err
+	}
+	g := &gitAdapter{repos: repos, committer: opts.Committer, domain: opts.AuthorDomain}
+	return &Server{db: opts.DB, m: &merger.Merger{Git: g, Now: opts.Now}}, nil
+}
+
+// Spec is the merger's consumer.
+func (s *Server) Spec() service.Spec {
+	return service.Spec{
+		Name: contracts.ServiceMerger,
+		DB:   s.db,
+		Consumers: []service.Consumer{{
+			Spec:   bus.ConsumerSpec{Durable: contracts.ConsumerMerger, Subjects: []string{contracts.SubjectMergeValidated}, GiveUp: true},
+			Step:   contracts.StateMerging,
+			Handle: s.m.OnValidated,
+		}},
+	}
+}
+
+// gitAdapter maps the merger's plan onto gitrepo and its errors back.
+type gitAdapter struct {
+	repos     *gitrepo.Repos
+	committer gitrepo.Signature
+	domain    string
+}
+
+func (g *gitAdapter) Merge(ctx context.Context, p merger.Plan) (merger.Result, error) {
+	repo, err := g.repos.Open(p.Repo)
+	if err != nil {
+		return merger.Result{}, mapErr(err)
+	}
+	res, err := repo.Merge(gitrepo.MergeRequest{
+		SourceBranch: p.SourceBranch, TargetBranch: p.TargetBranch, HeadSHA: p.HeadSHA,
+		Strategy: p.Strategy, PRID: p.PRID, PRNumber: p.PRNumber,
+		CorrelationID: p.CorrelationID, Title: p.Title,
+		Author:    gitrepo.Signature{Name: p.RequestedBy, Email: p.RequestedBy + "@" + g.domain},
+		Committer: g.committer,
+		When:      p.When,
+	})
+	if err != nil {
+		return merger.Result{}, mapErr(err)
+	}
+	return merger.Result{MergeSHA: res.MergeSHA, BaseSHA: res.BaseSHA, AlreadyMerged: res.AlreadyMerged, ChangedPaths: res.ChangedPaths}, nil
+}
+
+func mapErr(err error) error {
+	var ce *gitrepo.ConflictError
+	switch {
+	case errors.As(err, &ce):
+		return &merger.ConflictError{Paths: ce.Paths, Detail: ce.Reason}
+	case errors.Is(err, gitrepo.ErrHeadMoved):
+		return fmt.Errorf("%w: %v", merger.ErrHeadMoved, err)
+	case errors.Is(err, gitrepo.ErrNotFastForward):
+		return fmt.Errorf("%w: %v", merger.ErrNotFastForward, err)
+	case errors.Is(err, gitrepo.ErrRepoNotFound), errors.Is(err, gitrepo.ErrBranchNotFound), errors.Is(err, gitrepo.ErrInvalid):
+		return fmt.Errorf("%w: %v", merger.ErrNotFound, err)
+	}
+	return err
+}

@@ -1,0 +1,6 @@
+// Package notifier is the first step after the pivot: on a merged event it
+// delivers the event, signed, to every watcher of the repository, and
+// answers notified — or step_failed(NOTIFYING, webhook_failed) naming the
+// watchers that still fail. Per-watcher delivery rows make a retry send only
+// what is missing; receivers dedupe on the stable delivery id.
+package notifier

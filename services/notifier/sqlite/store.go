@@ -1,0 +1,108 @@
+// Package sqlite holds the notifier's tables: watchers per repository and
+// one delivery row per (saga run, watcher).
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/services/notifier"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Migrations of the notifier's tables.
+var Migrations = func() psqlite.Migrations {
+	sub, _ := fs.Sub(migrations, "migrations")
+	return psqlite.Migrations{Component: "notifier", FS: sub}
+}()
+
+// Store implements notifier.Store on the notifier's database.
+type Store struct {
+	DB *psqlite.DB
+}
+
+var _ notifier.Store = (*Store)(nil)
+
+// WatcherID is stable per (repo, url): re-registering a URL keeps its id,
+// so deliveries already made stay counted.
+func WatcherID(repo, url string) string {
+	h := sha256.Sum256([]byte(repo + "\x00" + url))
+	return "w" + hex.EncodeToString(h[:])[:15]
+}
+
+// ReplaceWatchers sets a repository's watchers.
+func (s *Store) ReplaceWatchers(ctx context.Context, repo string, ws []notifier.Watcher) error {
+	return s.DB.Update(ctx, func(tx *psqlite.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM watcher WHERE repo = ?`, repo); err != nil {
+			return fmt.Errorf("replace watchers: %w", err)
+		}
+		for _, w := range ws {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO watcher (id, repo, url, secret, created_at) VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT(id) DO UPDATE SET secret = excluded.secret`,
+				w.ID, repo, w.URL, w.Secret, tx.Now().UnixMicro()); err != nil {
+				return fmt.Errorf("replace watchers: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// Watchers lists a repository's watchers.
+func (s *Store) Watchers(ctx context.Context, repo string) ([]notifier.Watcher, error) {
+	rows, err := s.DB.Reader().QueryContext(ctx, `SELECT id, repo, url, secret FROM watcher WHERE repo = ? ORDER BY id`, repo)
+	if err != nil {
+		return nil, fmt.Errorf("watchers: %w", err)
+	}
+	defer rows.Close()
+	var out []notifier.Watcher
+	for rows.Next() {
+		var w notifier.Watcher
+		if err := rows.Scan(&w.ID, &w.Repo, &w.URL, &w.Secret); err != nil {
+			return nil, fmt.Errorf("watchers: %w", err)
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// Deliveries returns this run's delivery rows by watcher id.
+func (s *Store) Deliveries(ctx context.Context, correlationID string) (map[string]notifier.Delivery, error) {
+	rows, err := s.DB.Reader().QueryContext(ctx,
+		`SELECT watcher_id, delivered, attempts, last_error FROM delivery WHERE correlation_id = ?`, correlationID)
+	if err != nil {
+		return nil, fmt.Errorf("deliveries: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]notifier.Delivery{}
+	for rows.Next() {
+		d := notifier.Delivery{CorrelationID: correlationID}
+		if err := rows.Scan(&d.WatcherID, &d.Delivered, &d.Attempts, &d.LastError); err != nil {
+			return nil, fmt.Errorf("deliveries: %w", err)
+		}
+		out[d.WatcherID] = d
+	}
+	return out, rows.Err()
+}
+
+// RecordDeliveries upserts delivery rows inside the handler's transaction.
+// A delivered row stays delivered.
+func (s *Store) RecordDeliveries(tx *psqlite.Tx, ds []notifier.Delivery) error {
+	for _, d := range ds {
+		if _, err := tx.ExecContext(tx.Context(), `INSERT INTO delivery (correlation_id, watcher_id, delivered, attempts, last_error, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(correlation_id, watcher_id) DO UPDATE SET
+				delivered = max(delivery.delivered, excluded.delivered),
+				attempts = excluded.attempts, last_error = excluded.last_error, updated_at = excluded.updated_at`,
+			d.CorrelationID, d.WatcherID, d.Delivered, d.Attempts, d.LastError, tx.Now().UnixMicro()); err != nil {
+			return fmt.Errorf("record delivery: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+// Package gittest makes real bare repositories with the git command for the
+// validator's tests: <reposDir>/<owner>/<name>.git, commits written with
+// plumbing (no work tree), refs moved with update-ref.
+package gittest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Repo is a bare repository under a repos dir.
+type Repo struct {
+	t   testing.TB
+	Dir string // the .git directory
+}
+
+// NewBare creates <reposDir>/<repo>.git (repo is "owner/name"). It skips the
+// test when git is not installed.
+func NewBare(t testing.TB, reposDir, repo string) *Repo {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := filepath.Join(reposDir, filepath.FromSlash(repo)+".git")
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Repo{t: t, Dir: dir}
+	r.Git("init", "--quiet", "--bare", "--initial-branch=main", dir)
+	return r
+}
+
+// Git runs git in the repository and returns its trimmed output.
+func (r *Repo) Git(args ...string) string {
+	r.t.Helper()
+	return r.gitIn("", args...)
+}
+
+func (r *Repo) gitIn(stdin string, args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", args...)
+	if args[0] != "init" {
+		cmd.Args = append([]string{"git", "--git-dir=" + r.Dir}, args...)
+	}
+	home := r.t.TempDir()
+	cmd.Env = append(os.Environ(),
+		"HOME="+home, "XDG_CONFIG_HOME="+home, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
+		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
+	)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Commit writes a commit with an empty tree and message msg on top of
+// branch (a root commit when the branch does not exist), moves the branch to
+// it and returns its sha.
+func (r *Repo) Commit(branch, msg string) string {
+	r.t.Helper()
+	tree := r.gitIn("", "mktree")
+	args := []string{"commit-tree", tree, "-m", msg}
+	if parent, ok := r.head(branch); ok {
+		args = append(args, "-p", parent)
+	}
+	sha := r.Git(args...)
+	r.Git("update-ref", "refs/heads/"+branch, sha)
+	return sha
+}
+
+func (r *Repo) head(branch string) (string, bool) {
+	cmd := exec.Command("git", "--git-dir="+r.Dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(out)), true
+}
+
+// PackRefs moves every loose ref into packed-refs.
+func (r *Repo) PackRefs() {
+	r.t.Helper()
+	r.Git("pack-refs", "--all", "--prune")
+}

@@ -1,0 +1,53 @@
+package sqlite
+
+import (
+	"context"
+	"time"
+
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/services/validator"
+)
+
+// Store is the validator's tables for the HTTP API: each method is its own
+// transaction or reads through the read pool. Safe for concurrent use.
+type Store struct {
+	db  *psqlite.DB
+	now func() time.Time
+}
+
+// NewStore returns a Store over db; now stamps statuses (nil: time.Now).
+func NewStore(db *psqlite.DB, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, now: now}
+}
+
+// SetStatus records s (its UpdatedAt set now) as the latest status of its
+// context on repo@sha and returns what was stored.
+func (s *Store) SetStatus(ctx context.Context, repo, sha string, st validator.Status) (validator.Status, error) {
+	st.UpdatedAt = s.now().UTC().Truncate(time.Microsecond)
+	err := s.db.Update(ctx, func(tx *psqlite.Tx) error { return PutStatus(tx, repo, sha, st) })
+	return st, err
+}
+
+// Statuses returns the latest status of every context of repo@sha.
+func (s *Store) Statuses(ctx context.Context, repo, sha string) ([]validator.Status, error) {
+	return Statuses(ctx, s.db.Reader(), repo, sha)
+}
+
+// SetProtection replaces the required contexts of repo's branch.
+func (s *Store) SetProtection(ctx context.Context, repo, branch string, contexts []string) error {
+	return s.db.Update(ctx, func(tx *psqlite.Tx) error { return PutProtection(tx, repo, branch, contexts) })
+}
+
+// Protection returns the required contexts of repo's branch; ok is false
+// when none are configured.
+func (s *Store) Protection(ctx context.Context, repo, branch string) ([]string, bool, error) {
+	return Protection(ctx, s.db.Reader(), repo, branch)
+}
+
+// Lock returns the PR's lock (for tests and diagnostics).
+func (s *Store) Lock(ctx context.Context, prID string) (validator.Lock, error) {
+	return Lock(ctx, s.db.Reader(), prID)
+}
