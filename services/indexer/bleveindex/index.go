@@ -50,7 +50,7 @@ func Open(dir string, lockTimeout time.Duration) (*Index, error) {
 func openOrCreate(dir string, lockTimeout time.Duration) (bleve.Index, error) {
 	// bleve reads its config maps, and adds to the one given when creating:
 	// a fresh map per call.
-	config := func() map[string]any { return map[string]any{} }
+	config := func() map[string]any { return map[string]any{"bolt_timeout": lockTimeout.String()} }
 	// index_meta.json is what bleve writes first when it creates an index;
 	// a missing or empty dir (a fresh volume) has none.
 	_, err := os.Stat(filepath.Join(dir, "index_meta.json"))

@@ -48,10 +48,11 @@ type Hit struct {
 //	                     is case-sensitive and must not start and end with "/"
 //	                     (that is a regexp); repo:"acme/widgets" works too
 //	target_branch:main   likewise for target_branch, source_branch, merge_sha, pr_id
-//	pr_id:"acme/widgets#42"  an exact PR (quoted: '#' is fine either way)
+//	pr_id:acme/widgets#42   an exact PR
 //	"fix the token"      a phrase
 //	-title:wip           excludes
-//	merged_at:>"2025-01-01T00:00:00Z"   a date range; pr_number:>=40 a number range
+//	pr_number:>=40       a number range
+//	merged_at:>"2025-01-01T00:00:00Z"  a date range (RFC 3339, quoted)
 //
 // A ':', '+', '-', '"' or space inside a keyword value needs a backslash or quotes.
 func (x *Index) Search(ctx context.Context, q string, limit int) (Result, error) {
