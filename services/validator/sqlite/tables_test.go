@@ -72,6 +72,7 @@ func TestLockRoundTrip(t *testing.T) {
 	if l, err := st.Lock(ctx, "acme/widgets#1"); err != nil || l != (validator.Lock{}) {
 		t.Errorf("lock of an unseen PR = %+v, %v; want the zero lock", l, err)
 	}
+	var prev validator.Lock
 	for _, want := range []validator.Lock{
 		{Holder: "run-1", Attempt: 1},
 		{Holder: "run-1", Attempt: 2, Merged: true},
@@ -82,7 +83,9 @@ func TestLockRoundTrip(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_ = before
+			if before != prev {
+				return fmt.Errorf("lock read in the transaction = %+v, want %+v", before, prev)
+			}
 			return vsqlite.PutLock(tx, "acme/widgets#1", want)
 		})
 		if err != nil {
@@ -91,5 +94,6 @@ func TestLockRoundTrip(t *testing.T) {
 		if got, err := st.Lock(ctx, "acme/widgets#1"); err != nil || got != want {
 			t.Errorf("lock = %+v, %v; want %+v", got, err, want)
 		}
+		prev = want
 	}
 }

@@ -13,8 +13,9 @@ import (
 
 // Repo is a bare repository under a repos dir.
 type Repo struct {
-	t   testing.TB
-	Dir string // the .git directory
+	t    testing.TB
+	home string // an empty HOME: no user or system config leaks in
+	Dir  string // the .git directory
 }
 
 // NewBare creates <reposDir>/<repo>.git (repo is "owner/name"). It skips the
@@ -28,31 +29,31 @@ func NewBare(t testing.TB, reposDir, repo string) *Repo {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := &Repo{t: t, Dir: dir}
-	r.Git("init", "--quiet", "--bare", "--initial-branch=main", dir)
+	r := &Repo{t: t, home: t.TempDir(), Dir: dir}
+	if out, err := r.cmd("init", "--quiet", "--bare", "--initial-branch=main", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
 	return r
 }
 
-// Git runs git in the repository and returns its trimmed output.
-func (r *Repo) Git(args ...string) string {
-	r.t.Helper()
-	return r.gitIn("", args...)
-}
-
-func (r *Repo) gitIn(stdin string, args ...string) string {
-	r.t.Helper()
+func (r *Repo) cmd(args ...string) *exec.Cmd {
 	cmd := exec.Command("git", args...)
 	if args[0] != "init" {
 		cmd.Args = append([]string{"git", "--git-dir=" + r.Dir}, args...)
 	}
-	home := r.t.TempDir()
 	cmd.Env = append(os.Environ(),
-		"HOME="+home, "XDG_CONFIG_HOME="+home, "GIT_CONFIG_NOSYSTEM=1",
+		"HOME="+r.home, "XDG_CONFIG_HOME="+r.home, "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
 		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
 	)
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
+	return cmd
+}
+
+// Git runs git in the repository and returns its trimmed output; a failure
+// fails the test.
+func (r *Repo) Git(args ...string) string {
+	r.t.Helper()
+	out, err := r.cmd(args...).CombinedOutput()
 	if err != nil {
 		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -61,26 +62,18 @@ func (r *Repo) gitIn(stdin string, args ...string) string {
 
 // Commit writes a commit with an empty tree and message msg on top of
 // branch (a root commit when the branch does not exist), moves the branch to
-// it and returns its sha.
+// it and returns its sha. Use a distinct msg per commit: equal inputs within
+// one second give equal shas.
 func (r *Repo) Commit(branch, msg string) string {
 	r.t.Helper()
-	tree := r.gitIn("", "mktree")
+	tree := r.Git("mktree") // stdin empty: the empty tree
 	args := []string{"commit-tree", tree, "-m", msg}
-	if parent, ok := r.head(branch); ok {
-		args = append(args, "-p", parent)
+	if out, err := r.cmd("rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Output(); err == nil {
+		args = append(args, "-p", strings.TrimSpace(string(out)))
 	}
 	sha := r.Git(args...)
 	r.Git("update-ref", "refs/heads/"+branch, sha)
 	return sha
-}
-
-func (r *Repo) head(branch string) (string, bool) {
-	cmd := exec.Command("git", "--git-dir="+r.Dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
-	out, err := cmd.Output()
-	if err != nil {
-		return "", false
-	}
-	return strings.TrimSpace(string(out)), true
 }
 
 // PackRefs moves every loose ref into packed-refs.

@@ -1,0 +1,66 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/httpx"
+	"github.com/prsaga/prsaga/services/validator"
+)
+
+// Store is what the routes need of the validator's tables.
+type Store interface {
+	// SetStatus records st as the latest status of its context on
+	// repo@sha and returns it as stored (with its time).
+	SetStatus(ctx context.Context, repo, sha string, st validator.Status) (validator.Status, error)
+	// Statuses lists the latest status of every context of repo@sha.
+	Statuses(ctx context.Context, repo, sha string) ([]validator.Status, error)
+	// SetProtection replaces the required contexts of repo's branch.
+	SetProtection(ctx context.Context, repo, branch string, contexts []string) error
+	// Protection returns them; ok is false when none are configured.
+	Protection(ctx context.Context, repo, branch string) (contexts []string, ok bool, err error)
+}
+
+// API is the validator's HTTP routes.
+type API struct {
+	Store Store
+	// DefaultRequired applies to branches without configured protection.
+	DefaultRequired []string
+	// OperatorTokens may call every mutating route; StatusTokens (CI
+	// systems) may post statuses. Empty: open to every caller.
+	OperatorTokens, StatusTokens httpx.Tokens
+	// Log receives internal errors (the client sees only "internal error").
+	Log *slog.Logger
+}
+
+// Routes registers the API on mux (Go 1.22 patterns). Branch names contain
+// "/", so protection takes the rest of the path.
+func (a *API) Routes(mux *http.ServeMux) {
+	// A status token or an operator token may post statuses; with neither
+	// configured the route is open (loopback only, checked by the server).
+	posters := append(append(httpx.Tokens{}, a.StatusTokens...), a.OperatorTokens...)
+	mux.HandleFunc("POST /api/v1/repos/{owner}/{name}/statuses/{sha}", posters.Require(a.postStatus))
+	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/statuses/{sha}", a.getStatuses)
+	mux.HandleFunc("PUT /api/v1/repos/{owner}/{name}/protection/{branch...}", a.OperatorTokens.Require(a.putProtection))
+	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/protection/{branch...}", a.getProtection)
+}
+
+// repoOf validates the {owner}/{name} of a path.
+func repoOf(r *http.Request) (string, error) {
+	repo := r.PathValue("owner") + "/" + r.PathValue("name")
+	if err := contracts.ValidateRepo(repo); err != nil {
+		return "", httpx.Errorf(http.StatusBadRequest, "%s", err)
+	}
+	return repo, nil
+}
+
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var e *httpx.Error
+	if !errors.As(err, &e) && a.Log != nil {
+		a.Log.ErrorContext(r.Context(), "http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	httpx.WriteError(w, err)
+}

@@ -1,0 +1,137 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/runner"
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/services/validator"
+	vsqlite "github.com/prsaga/prsaga/services/validator/sqlite"
+)
+
+// onMergeRequested validates one run. The branch heads are read first,
+// outside any transaction; the lock, protection and statuses are read, the
+// decision made, the lock taken and the answer emitted in one transaction —
+// SQLite's single writer makes the lock's read-then-write atomic.
+func (s *Server) onMergeRequested(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+	req := env.Req()
+	facts := validator.Facts{
+		CorrelationID: env.Meta.CorrelationID,
+		Attempt:       env.Meta.Attempt,
+		Request:       req,
+		Invalid:       env.ValidatePayload(),
+	}
+	if facts.Invalid == nil {
+		if err := s.readHeads(&facts); err != nil {
+			return nil, err
+		}
+	}
+	id, at := runner.NewID(), s.now()
+	return func(tx *psqlite.Tx) error {
+		f := facts // the commit may run more than once
+		if err := s.readState(tx, &f); err != nil {
+			return err
+		}
+		out := validator.Decide(f)
+		if out.LockChanged {
+			if err := vsqlite.PutLock(tx, req.PRID, out.Lock); err != nil {
+				return err
+			}
+		}
+		typ, payload := contracts.TypeMergeValidated, any(out.Validated)
+		if out.Failed != nil {
+			typ, payload = contracts.TypeStepFailed, out.Failed
+		}
+		ev, err := contracts.Follow(env.Event, id, typ, contracts.ServiceValidator, at, payload)
+		if err != nil {
+			return err
+		}
+		if err := tx.Emit(ev); err != nil {
+			return err
+		}
+		tx.AfterCommit(func() {
+			if out.Failed != nil {
+				log.InfoContext(ctx, "validation failed", "code", out.Failed.Code, "reason", out.Failed.Reason,
+					"retryable", out.Failed.Retryable, "emitted_id", id)
+				return
+			}
+			log.InfoContext(ctx, "validated", "head_sha", req.HeadSHA, "base_sha", out.Validated.BaseSHA,
+				"checks", len(out.Validated.Checks), "lock_taken", out.LockChanged, "emitted_id", id)
+		})
+		return nil
+	}, nil
+}
+
+// readHeads reads both branch heads. A missing repository or branch is a
+// fact for the decision; any other error is transient (retried).
+func (s *Server) readHeads(f *validator.Facts) error {
+	r := f.Request
+	var err error
+	if f.SourceHead, err = s.heads.Head(r.Repo, r.SourceBranch); err == nil {
+		f.TargetHead, err = s.heads.Head(r.Repo, r.TargetBranch)
+	}
+	if errors.Is(err, validator.ErrNotFound) {
+		f.Missing = err
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read branch heads: %w", err)
+	}
+	return nil
+}
+
+// readState reads what the decision needs from the validator's tables, in
+// the deciding transaction.
+func (s *Server) readState(tx *psqlite.Tx, f *validator.Facts) error {
+	ctx, r := tx.Context(), f.Request
+	var err error
+	if f.Lock, err = vsqlite.Lock(ctx, tx, r.PRID); err != nil {
+		return err
+	}
+	if f.Invalid != nil || f.Missing != nil {
+		return nil // the checks are not looked at
+	}
+	required, ok, err := vsqlite.Protection(ctx, tx, r.Repo, r.TargetBranch)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		required = s.required
+	}
+	f.Required = required
+	f.Statuses, err = vsqlite.Statuses(ctx, tx, r.Repo, r.HeadSHA)
+	return err
+}
+
+// onLockEvent applies merged, indexed, step_failed and timed_out to the
+// PR's lock (validator.Lock.After has the rules).
+func (s *Server) onLockEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+	prID := env.Req().PRID
+	return func(tx *psqlite.Tx) error {
+		lock, err := vsqlite.Lock(tx.Context(), tx, prID)
+		if err != nil {
+			return err
+		}
+		next, changed := lock.After(env)
+		if !changed {
+			tx.AfterCommit(func() { log.DebugContext(ctx, "pr lock unchanged", "holder", lock.Holder, "merged", lock.Merged) })
+			return nil
+		}
+		if err := vsqlite.PutLock(tx, prID, next); err != nil {
+			return err
+		}
+		tx.AfterCommit(func() {
+			if next.Merged && !lock.Merged {
+				log.InfoContext(ctx, "pr marked merged", "holder", next.Holder)
+			}
+			if lock.Held() && !next.Held() {
+				log.InfoContext(ctx, "pr lock released", "holder", lock.Holder)
+			}
+		})
+		return nil
+	}, nil
+}

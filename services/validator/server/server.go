@@ -1,0 +1,130 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/httpx"
+	"github.com/prsaga/prsaga/platform/service"
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/services/validator"
+	"github.com/prsaga/prsaga/services/validator/gitrefs"
+	"github.com/prsaga/prsaga/services/validator/httpapi"
+	vsqlite "github.com/prsaga/prsaga/services/validator/sqlite"
+)
+
+// Migrations are the validator's tables; open its database with them.
+var Migrations psqlite.Migrations = vsqlite.Migrations
+
+// Options of the validator.
+type Options struct {
+	// DB is the validator's own database, opened with Migrations.
+	DB *psqlite.DB
+	// ReposDir holds the bare repositories, <ReposDir>/<owner>/<name>.git.
+	ReposDir string
+	// DefaultRequired are the contexts required on a target branch without
+	// configured protection. nil means ["ci"]; an empty non-nil list
+	// requires nothing.
+	DefaultRequired []string
+	// OperatorTokens may set protection and post statuses; StatusTokens
+	// (CI systems) may post statuses. Empty: routes open (loopback only).
+	OperatorTokens, StatusTokens httpx.Tokens
+	// Now is the clock of emitted events and stored statuses; default time.Now.
+	Now func() time.Time
+	// Log receives the HTTP routes' internal errors; default discards.
+	// (Event handling logs through the runner's per-event logger.)
+	Log *slog.Logger
+}
+
+// Validate reports every problem of the options at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.DB == nil {
+		errs = append(errs, errors.New("validator: DB is required"))
+	}
+	if o.ReposDir == "" {
+		errs = append(errs, errors.New("validator: ReposDir is required"))
+	}
+	if err := validator.ValidateRequired(o.DefaultRequired); err != nil {
+		errs = append(errs, fmt.Errorf("validator: default %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+var _ httpapi.Store = (*vsqlite.Store)(nil)
+
+// Server is the validator. Safe for concurrent use.
+type Server struct {
+	db       *psqlite.DB
+	heads    validator.Heads
+	required []string
+	now      func() time.Time
+	api      *httpapi.API
+}
+
+// New checks opts and builds the validator.
+func New(opts Options) (*Server, error) {
+	if opts.DefaultRequired == nil {
+		opts.DefaultRequired = []string{"ci"}
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	required := append([]string{}, opts.DefaultRequired...)
+	return &Server{
+		db:       opts.DB,
+		heads:    gitrefs.New(opts.ReposDir),
+		required: required,
+		now:      opts.Now,
+		api: &httpapi.API{
+			Store:           vsqlite.NewStore(opts.DB, opts.Now),
+			DefaultRequired: required,
+			OperatorTokens:  opts.OperatorTokens,
+			StatusTokens:    opts.StatusTokens,
+			Log:             opts.Log,
+		},
+	}, nil
+}
+
+// Spec is the validator's consumers for service.Start: merge requests
+// (a step consumer: it gives up after MaxDeliver with retries_exhausted at
+// VALIDATING) and the lock events (never gives up: a lost release would
+// block the PR for good).
+func (s *Server) Spec() service.Spec {
+	return service.Spec{
+		Name: contracts.ServiceValidator,
+		DB:   s.db,
+		Consumers: []service.Consumer{{
+			Spec: bus.ConsumerSpec{
+				Durable:  contracts.ConsumerValidator,
+				Subjects: []string{contracts.SubjectMergeRequested},
+				GiveUp:   true,
+			},
+			Step:   contracts.StateValidating,
+			Handle: s.onMergeRequested,
+		}, {
+			Spec: bus.ConsumerSpec{
+				Durable: contracts.ConsumerValidatorLock,
+				Subjects: []string{
+					contracts.SubjectMerged, contracts.SubjectIndexed,
+					contracts.SubjectStepFailed, contracts.SubjectTimedOut,
+				},
+			},
+			Handle: s.onLockEvent,
+		}},
+	}
+}
+
+// Routes registers the status and protection API on mux.
+func (s *Server) Routes(mux *http.ServeMux) { s.api.Routes(mux) }
