@@ -68,7 +68,7 @@ func git(t *testing.T, dir string, args ...string) string {
 func makeRepo(t *testing.T, reposDir, repo, branch string) (bare, head string) {
 	t.Helper()
 	bare = filepath.Join(reposDir, filepath.FromSlash(repo)+".git")
-	git(t, reposDir, "init", "-q", "--bare", "-b", "main", bare)
+	git(t, "", "init", "-q", "--bare", "-b", "main", bare)
 	work := t.TempDir()
 	git(t, work, "init", "-q", "-b", "main")
 	git(t, work, "commit", "-q", "--allow-empty", "-m", "initial")

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -72,9 +73,9 @@ type router interface {
 }
 
 // Start brings the stack up; on error everything started is stopped.
-func Start(ctx context.Context, opts Options) (s *Stack, err error) {
+func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	cfg := opts.Config
-	s = &Stack{cfg: cfg}
+	s := &Stack{cfg: cfg}
 	defer func() {
 		if err != nil {
 			s.Stop()
@@ -98,6 +99,9 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	}
 	if cfg.IsYDB() {
 		return nil, errors.New("PRSAGA_STORE: the YDB adapter is not built yet; use sqlite:///dir")
+	}
+	if err := os.MkdirAll(cfg.ReposDir, 0o755); err != nil {
+		return nil, fmt.Errorf("repos dir: %w", err)
 	}
 	if err := s.connect(ctx, opts); err != nil {
 		return nil, err
