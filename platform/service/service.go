@@ -4,7 +4,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -21,6 +20,9 @@ type Consumer struct {
 	Spec   bus.ConsumerSpec
 	Step   contracts.State // the step it performs, for retries_exhausted
 	Handle runner.Handler
+	// Workers overrides Options.Workers for this consumer; 1 handles
+	// messages in stream order (the ledger's projection reads best so).
+	Workers int
 }
 
 // Spec describes a service.
@@ -57,6 +59,10 @@ func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Optio
 		_ = relay.Run(rctx)
 	}()
 	for _, c := range s.Consumers {
+		workers := opts.Workers
+		if c.Workers > 0 {
+			workers = c.Workers
+		}
 		run, err := runner.Start(ctx, runner.Config{
 			Service:  s.Name,
 			Consumer: c.Spec,
@@ -66,12 +72,12 @@ func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Optio
 			Log:      log,
 			Step:     c.Step,
 			Backoff:  opts.Backoff,
-			Workers:  opts.Workers,
+			Workers:  workers,
 			Fault:    opts.Fault,
 		})
 		if err != nil {
 			r.Stop()
-			return nil, errors.Join(err)
+			return nil, err
 		}
 		r.runners = append(r.runners, run)
 	}

@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/httpx"
+)
+
+// mergeRequest is the JSON body of POST /api/v1/merge-requests: the
+// requested payload of DESIGN §3 and an optional client reference.
+type mergeRequest struct {
+	contracts.Request
+	ClientRef string `json:"client_ref"`
+}
+
+// accepted answers a merge request.
+type accepted struct {
+	EventID       string `json:"event_id"`
+	CorrelationID string `json:"correlation_id"`
+	PRID          string `json:"pr_id"`
+}
+
+// maxClientRef mirrors the limit contracts.MetaOf puts on the extension.
+const maxClientRef = 256
+
+// postMergeRequest publishes a requested event through the ledger's
+// outbox: once it answers 202 the request is committed and will reach the
+// bus. The body is the JSON payload, or a CloudEvent in structured
+// (application/cloudevents+json) or binary (ce-* headers) HTTP mode. A
+// CloudEvent keeps its own id, so a client resending it is deduplicated.
+func (a *API) postMergeRequest(w http.ResponseWriter, r *http.Request) {
+	var e *event.Event
+	var err error
+	if isCloudEvent(r.Header) {
+		e, err = cloudEventRequest(w, r)
+	} else {
+		e, err = a.jsonRequest(w, r)
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	m, err := contracts.MetaOf(e)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if err := a.Outbox.Emit(r.Context(), e); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusAccepted, accepted{EventID: e.ID(), CorrelationID: m.CorrelationID, PRID: e.Subject()})
+}
+
+func (a *API) jsonRequest(w http.ResponseWriter, r *http.Request) (*event.Event, error) {
+	var body mergeRequest
+	if err := httpx.DecodeJSON(w, r, &body); err != nil {
+		return nil, err
+	}
+	if err := body.Request.ValidateIdentity(); err != nil {
+		return nil, invalid{"the request names no valid PR", err}
+	}
+	errs := []error{body.Request.Validate()}
+	if len(body.ClientRef) > maxClientRef {
+		errs = append(errs, &contracts.FieldError{Field: "client_ref", Problem: "is longer than 256 bytes"})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, invalid{"invalid merge request", err}
+	}
+	e, err := contracts.NewRequested(a.NewID(), contracts.SourceLedger, a.now(), body.Request, body.ClientRef)
+	if err != nil {
+		return nil, invalid{"invalid merge request", err}
+	}
+	return e, nil
+}
+
+// cloudEventRequest reads a requested CloudEvent and checks it as a
+// consumer would, and every payload field besides.
+func cloudEventRequest(w http.ResponseWriter, r *http.Request) (*event.Event, error) {
+	if strings.HasPrefix(r.Header.Get("Content-Type"), event.ApplicationCloudEventsBatchJSON) {
+		return nil, httpx.Errorf(http.StatusUnsupportedMediaType, "batches are not accepted: post one CloudEvent")
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, httpx.MaxBody)
+	e, err := cehttp.NewEventFromHTTPRequest(r)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, httpx.Errorf(http.StatusRequestEntityTooLarge, "request body exceeds %d bytes", httpx.MaxBody)
+		}
+		return nil, httpx.Errorf(http.StatusBadRequest, "not a CloudEvent: %s", oneLine(err.Error()))
+	}
+	if e.Type() != contracts.TypeMergeRequested {
+		return nil, httpx.Errorf(http.StatusBadRequest, "type %q: only %s may be posted here", truncate(e.Type()), contracts.TypeMergeRequested)
+	}
+	env, err := contracts.Open(e)
+	if err != nil {
+		return nil, invalid{"the event names no valid PR or breaks the contract", err}
+	}
+	if err := env.ValidatePayload(); err != nil {
+		return nil, invalid{"invalid merge request", err}
+	}
+	return e, nil
+}
+
+func isCloudEvent(h http.Header) bool {
+	return strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), "application/cloudevents") || h.Get("Ce-Specversion") != ""
+}
+
+// invalid is a validation failure with a summary; fail answers it 400 with
+// every bad field named.
+type invalid struct {
+	summary string
+	err     error
+}
+
+func (e invalid) Error() string { return e.summary + ": " + e.err.Error() }
+func (e invalid) Unwrap() error { return e.err }
+
+func oneLine(s string) string { return truncate(strings.ReplaceAll(s, "\n", " ")) }
