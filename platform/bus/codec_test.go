@@ -122,6 +122,23 @@ func TestEncodeRejectsInvalidEvent(t *testing.T) {
 	}
 }
 
+func TestEncodeRejectsWhatDecodeWouldNotReadBack(t *testing.T) {
+	tests := map[string]func(e *event.Event){
+		"long extension name": func(e *event.Event) { e.SetExtension("averyveryverylongextensionname", "x") },
+		"time beyond 9999":    func(e *event.Event) { e.SetTime(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)) },
+		"cloudevents data":    func(e *event.Event) { e.SetDataContentType("application/cloudevents+json") },
+	}
+	for name, mutate := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := sampleEvent(t)
+			mutate(e)
+			if msg, err := bus.Encode(testSubject, e); err == nil {
+				t.Errorf("encode: got headers %v, want an error", msg.Header)
+			}
+		})
+	}
+}
+
 func TestDecodeStructured(t *testing.T) {
 	want := sampleEvent(t)
 	body, err := format.JSON.Marshal(want)
@@ -264,6 +281,35 @@ func TestDecodeErrors(t *testing.T) {
 		header:  nats.Header{"Content-Type": {"application/cloudevents-batch+json"}},
 		body:    []byte(`[]`),
 		mention: "not supported",
+	}, {
+		name:    "structured specversion 0.3",
+		header:  nats.Header{"Content-Type": {"application/cloudevents+json"}},
+		body:    []byte(`{"specversion":"0.3","id":"e-1","source":"/x","type":"t"}`),
+		mention: "0.3",
+	}, {
+		name:    "structured extension name too long",
+		header:  nats.Header{"Content-Type": {"application/cloudevents+json"}},
+		body:    []byte(`{"specversion":"1.0","id":"e-1","source":"/x","type":"t","averyveryverylongextensionname":"x"}`),
+		mention: "averyveryverylongextensionname",
+	}, {
+		name:    "structured data_base64",
+		header:  nats.Header{"Content-Type": {"application/cloudevents+json"}},
+		body:    []byte(`{"specversion":"1.0","id":"e-1","source":"/x","type":"t","data_base64":"e30="}`),
+		mention: "data_base64",
+	}, {
+		name:    "structured event whose data is a CloudEvent",
+		header:  nats.Header{"Content-Type": {"application/cloudevents+json"}},
+		body:    []byte(`{"specversion":"1.0","id":"e-1","source":"/x","type":"t","datacontenttype":"application/cloudevents+json","data":{}}`),
+		mention: "datacontenttype",
+	}, {
+		name: "time beyond year 9999 in UTC",
+		header: func() nats.Header {
+			h := good()
+			h["ce-time"] = []string{"9999-12-31T23:00:00-23:00"}
+			return h
+		}(),
+		body:    body,
+		mention: "9999",
 	}, {
 		name: "non-UTF-8 header value (percent-encoded)",
 		header: func() nats.Header {

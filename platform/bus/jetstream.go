@@ -2,9 +2,13 @@ package bus
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -58,19 +62,23 @@ func (c Config) WithDefaults() Config {
 
 // Bus is a connection to JetStream. Safe for concurrent use.
 type Bus struct {
-	NC  *nats.Conn
-	JS  jetstream.JetStream
-	cfg Config
+	NC     *nats.Conn
+	JS     jetstream.JetStream
+	cfg    Config
+	closed chan struct{} // closed by the connection's ClosedHandler
 }
 
 // Connect dials NATS and returns the JetStream handle. It does not create
 // streams: call EnsureStreams.
 func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 	cfg = cfg.WithDefaults()
+	closed := make(chan struct{})
+	var closeOnce sync.Once
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ClosedHandler(func(*nats.Conn) { closeOnce.Do(func() { close(closed) }) }),
 	}
 	url := cfg.URL
 	if cfg.InProcess != nil {
@@ -98,14 +106,19 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Bus{NC: nc, JS: js, cfg: cfg}, nil
+	return &Bus{NC: nc, JS: js, cfg: cfg, closed: closed}, nil
 }
 
 // Config returns the effective configuration.
 func (b *Bus) Config() Config { return b.cfg }
 
-// Close drains the connection.
-func (b *Bus) Close() { _ = b.NC.Drain() }
+// Close drains the connection and returns once it is closed, so that acks
+// and publishes still buffered reach the server before the process exits
+// (bounded by the client's drain timeout, 30s). Safe to call more than once.
+func (b *Bus) Close() {
+	_ = b.NC.Drain() // an error means it is closing or closed already
+	<-b.closed
+}
 
 // AdvisoryStream keeps the server's max-delivery advisories, which are plain
 // core-NATS messages and lost if nobody listens.
@@ -209,6 +222,12 @@ func (b *Bus) DeadLetter(ctx context.Context, consumer string, orig *nats.Msg, r
 			id = fmt.Sprintf("seq%d", md.Sequence.Stream)
 		}
 	}
+	if id == "" {
+		// Metadata works only for a message bound to a legacy subscription;
+		// without an id every id-less message of this consumer would share
+		// "dlq.<consumer>." and the second would be dropped as a duplicate.
+		id = contentID(orig)
+	}
 	h[HeaderMsgID] = []string{"dlq." + consumer + "." + id}
 	h[contracts.DLQReasonHeader] = []string{oneLine(reason)}
 	h["Prsaga-Dlq-Subject"] = []string{orig.Subject}
@@ -216,10 +235,27 @@ func (b *Bus) DeadLetter(ctx context.Context, consumer string, orig *nats.Msg, r
 	return err
 }
 
+// contentID names a message by its content, so that dead-lettering the
+// same message again dedupes and different messages do not.
+func contentID(m *nats.Msg) string {
+	sum := sha256.New()
+	fmt.Fprintf(sum, "%q\n", m.Subject)
+	keys := make([]string, 0, len(m.Header))
+	for k := range m.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(sum, "%q=%q\n", k, m.Header[k])
+	}
+	sum.Write(m.Data)
+	return "sha256-" + hex.EncodeToString(sum.Sum(nil))[:32]
+}
+
 func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 	if len(s) > 1024 {
-		s = s[:1024]
+		s = strings.ToValidUTF8(s[:1024], "") // do not leave half a rune
 	}
 	return s
 }

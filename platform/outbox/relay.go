@@ -34,8 +34,8 @@ type Relay struct {
 	Store  Store
 	Pub    Publisher
 	Log    *slog.Logger
-	Poll   time.Duration // safety-net interval; default 1s
-	Batch  int           // rows per round; default 256
+	Poll   time.Duration                    // safety-net interval; default 1s
+	Batch  int                              // rows per round; default 256
 	Before func(row sqlite.OutboxRow) error // test hook: fault point before publish
 }
 

@@ -71,8 +71,13 @@ type Runner struct {
 	cfg  Config
 	cc   jetstream.ConsumeContext
 	work chan jetstream.Msg
-	wg   sync.WaitGroup
-	stop context.CancelFunc
+	// quit is closed by Stop: the intake hands over no more messages and
+	// idle workers exit. work itself is never closed, because the consume
+	// callback may still be running when Stop gets past cc.Closed().
+	quit     chan struct{}
+	wg       sync.WaitGroup
+	stop     context.CancelFunc
+	stopOnce sync.Once
 }
 
 var errDuplicate = errors.New("duplicate delivery")
@@ -94,20 +99,25 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &Runner{cfg: cfg, work: make(chan jetstream.Msg), stop: cancel}
+	r := &Runner{cfg: cfg, work: make(chan jetstream.Msg), quit: make(chan struct{}), stop: cancel}
 	for i := 0; i < cfg.Workers; i++ {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			for m := range r.work {
-				r.handle(rctx, m)
+			for {
+				select {
+				case m := <-r.work:
+					r.handle(rctx, m)
+				case <-r.quit:
+					return
+				}
 			}
 		}()
 	}
 	r.cc, err = c.Consume(func(m jetstream.Msg) {
 		select {
 		case r.work <- m:
-		case <-rctx.Done():
+		case <-r.quit:
 			// Not handled: redelivered after AckWait, to this or another instance.
 		}
 	}, jetstream.PullMaxMessages(2*cfg.Workers), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -116,21 +126,26 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		}
 	}))
 	if err != nil {
-		cancel()
-		close(r.work)
+		close(r.quit)
 		r.wg.Wait()
+		cancel()
 		return nil, fmt.Errorf("consume %s: %w", cfg.Consumer.Durable, err)
 	}
 	return r, nil
 }
 
-// Stop stops consuming, lets handlers in progress finish, and returns.
+// Stop stops consuming, lets handlers in progress finish (with their
+// context intact, so that a side effect already done gets committed), and
+// returns. Messages fetched but not yet handled are redelivered after
+// AckWait. Safe to call more than once.
 func (r *Runner) Stop() {
-	r.cc.Stop()
-	<-r.cc.Closed()
-	r.stop()
-	close(r.work)
-	r.wg.Wait()
+	r.stopOnce.Do(func() {
+		r.cc.Stop()
+		<-r.cc.Closed()
+		close(r.quit)
+		r.wg.Wait()
+		r.stop()
+	})
 }
 
 func (r *Runner) handle(ctx context.Context, m jetstream.Msg) {

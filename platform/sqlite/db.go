@@ -74,6 +74,9 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
 	q.Add("_pragma", "query_only(1)")
+	// BEGIN IMMEDIATE fails on a query-only connection ("attempt to write a
+	// readonly database"): a read transaction on the reader pool is deferred.
+	q.Set("_txlock", "deferred")
 	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		w.Close()

@@ -53,9 +53,12 @@ func (db *DB) update(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	// Rolls back when fn fails or panics (a recovered panic, as net/http
+	// does, must not leave the single writer connection in a transaction);
+	// a no-op after Commit.
+	defer stx.Rollback()
 	tx := &Tx{Tx: stx, ctx: ctx, now: db.now()}
 	if err := fn(tx); err != nil {
-		_ = stx.Rollback()
 		return err
 	}
 	if err := stx.Commit(); err != nil {
@@ -89,9 +92,13 @@ func (tx *Tx) Emit(evs ...*event.Event) error {
 		if err != nil {
 			return fmt.Errorf("emit %s: %w", e.Type(), err)
 		}
+		body := msg.Data
+		if body == nil {
+			body = []byte{} // an event without data: nil would bind as NULL
+		}
 		if _, err := tx.ExecContext(tx.ctx,
 			`INSERT INTO outbox (id, subject, headers, body, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
-			e.ID(), subject, string(h), msg.Data, tx.now.UnixMicro()); err != nil {
+			e.ID(), subject, string(h), body, tx.now.UnixMicro()); err != nil {
 			return fmt.Errorf("outbox insert: %w", err)
 		}
 		tx.emitted++

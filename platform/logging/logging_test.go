@@ -1,0 +1,177 @@
+package logging_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/logging"
+)
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes below.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+func envelope(t *testing.T) contracts.Envelope {
+	t.Helper()
+	e, err := contracts.NewRequested("req-1", "https://forge.example/acme", time.Now(), contracts.Request{
+		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
+		SourceBranch: "feature", TargetBranch: "main",
+		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := contracts.Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func lines(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %q is not JSON: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestLoggerWritesJSONLinesToStdoutAndFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs") // created by New
+	var stdout syncBuffer
+	log, closer, err := logging.New(logging.Config{Service: "merger", Level: slog.LevelInfo, Dir: dir, Stdout: &stdout})
+	if err != nil {
+		t.Fatalf("new logger: %v", err)
+	}
+	log.Info("started", "workers", 4)
+	log.Debug("below the level")
+	logging.ForEvent(log, envelope(t)).Warn("handling failed")
+	if err := closer.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+
+	file, err := os.ReadFile(filepath.Join(dir, "merger.jsonl"))
+	if err != nil {
+		t.Fatalf("log file: %v", err)
+	}
+	if !bytes.Equal(file, stdout.Bytes()) {
+		t.Errorf("file and stdout differ:\nfile:   %s\nstdout: %s", file, stdout.Bytes())
+	}
+	got := lines(t, file)
+	if len(got) != 2 {
+		t.Fatalf("lines: got %d, want 2 (debug filtered out):\n%s", len(got), file)
+	}
+	for i, m := range got {
+		if m["service"] != "merger" {
+			t.Errorf("line %d service: got %v, want merger", i+1, m["service"])
+		}
+	}
+	if got[0]["msg"] != "started" || got[0]["workers"] != float64(4) || got[0]["level"] != "INFO" {
+		t.Errorf("line 1: got %v", got[0])
+	}
+	want := map[string]any{
+		"correlation_id": "req-1",
+		"pr_id":          "acme/widgets#1",
+		"event_id":       "req-1",
+		"event_type":     contracts.TypeMergeRequested,
+		"level":          "WARN",
+	}
+	for k, v := range want {
+		if got[1][k] != v {
+			t.Errorf("ForEvent line %s: got %v, want %v", k, got[1][k], v)
+		}
+	}
+}
+
+func TestLoggerAppendsAndKeepsLinesWhole(t *testing.T) {
+	dir := t.TempDir()
+	for run := 0; run < 2; run++ { // a restart appends
+		log, closer, err := logging.New(logging.Config{Service: "ledger", Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for w := 0; w < 8; w++ {
+			wg.Go(func() {
+				for i := 0; i < 25; i++ {
+					log.Info("tick", "worker", w, "i", i, "pad", strings.Repeat("x", 200))
+				}
+			})
+		}
+		wg.Wait()
+		if err := closer.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file, err := os.ReadFile(filepath.Join(dir, "ledger.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(lines(t, file)); got != 2*8*25 {
+		t.Errorf("lines: got %d, want %d", got, 2*8*25)
+	}
+}
+
+func TestLoggerWithoutOutputs(t *testing.T) {
+	log, closer, err := logging.New(logging.Config{Service: "indexer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("nowhere")
+	if err := closer.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+func TestParseLevel(t *testing.T) {
+	for _, tt := range []struct {
+		in      string
+		want    slog.Level
+		wantErr bool
+	}{
+		{"", slog.LevelInfo, false},
+		{"debug", slog.LevelDebug, false},
+		{"INFO", slog.LevelInfo, false},
+		{"warn", slog.LevelWarn, false},
+		{"error", slog.LevelError, false},
+		{"verbose", 0, true},
+	} {
+		got, err := logging.ParseLevel(tt.in)
+		if (err != nil) != tt.wantErr || (!tt.wantErr && got != tt.want) {
+			t.Errorf("ParseLevel(%q): got %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), tt.in) {
+			t.Errorf("ParseLevel(%q) error %q does not name the input", tt.in, err)
+		}
+	}
+}

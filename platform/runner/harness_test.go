@@ -1,0 +1,311 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
+	"github.com/prsaga/prsaga/platform/outbox"
+	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+)
+
+// effects records each committed side effect: the handler's own state change.
+var effects = sqlite.Migrations{Component: "runnertest", FS: fstest.MapFS{
+	"0001_effects.sql": {Data: []byte("CREATE TABLE effects (event_id TEXT NOT NULL);\n")},
+}}
+
+var errTransient = errors.New("transient failure")
+
+// setup describes one runner under test; zero fields get the validator's
+// consumer of requested events.
+type setup struct {
+	bus     bus.Config
+	durable string
+	subject string
+	giveUp  bool
+	step    contracts.State
+	// effect is the handler's side effect (called once per handler run);
+	// nil succeeds.
+	effect func(ctx context.Context, env contracts.Envelope) error
+	// out builds the outgoing event; nil emits validated from the validator.
+	out   func(env contracts.Envelope) (*event.Event, error)
+	fault func(point string, env contracts.Envelope) error
+}
+
+type harness struct {
+	t       *testing.T
+	b       *bus.Bus
+	db      *sqlite.DB
+	r       *runner.Runner
+	durable string
+	calls   atomic.Int64 // handler runs (side effects attempted)
+}
+
+func start(t *testing.T, s setup) *harness {
+	t.Helper()
+	if s.durable == "" {
+		s.durable = contracts.ConsumerValidator
+	}
+	if s.subject == "" {
+		s.subject = contracts.SubjectMergeRequested
+	}
+	if s.out == nil {
+		s.out = func(env contracts.Envelope) (*event.Event, error) {
+			return contracts.Follow(env.Event, runner.NewID(), contracts.TypeMergeValidated, contracts.ServiceValidator, time.Now(),
+				contracts.Validated{Request: env.Req(), BaseSHA: strings.Repeat("b", 40), Checks: []contracts.Check{{Context: "ci", State: "success"}}})
+		}
+	}
+	_, b := natstest.Start(t, s.bus)
+	db := sqlitetest.Open(t, effects)
+	h := &harness{t: t, b: b, db: db, durable: s.durable}
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	relayCtx, stopRelay := context.WithCancel(context.Background())
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		_ = (&outbox.Relay{Store: db, Pub: b, Log: log, Poll: 20 * time.Millisecond}).Run(relayCtx)
+	}()
+	t.Cleanup(func() { stopRelay(); <-relayDone })
+
+	handle := func(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+		h.calls.Add(1)
+		if s.effect != nil {
+			if err := s.effect(ctx, env); err != nil {
+				return nil, err
+			}
+		}
+		out, err := s.out(env)
+		if err != nil {
+			return nil, err
+		}
+		return func(tx *sqlite.Tx) error {
+			if _, err := tx.Exec(`INSERT INTO effects (event_id) VALUES (?)`, env.Event.ID()); err != nil {
+				return err
+			}
+			return tx.Emit(out)
+		}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := runner.Start(ctx, runner.Config{
+		Service:  contracts.ServiceValidator,
+		Consumer: bus.ConsumerSpec{Durable: s.durable, Subjects: []string{s.subject}, GiveUp: s.giveUp},
+		Bus:      b,
+		Store:    db,
+		Handle:   handle,
+		Log:      log,
+		Step:     s.step,
+		Backoff:  []time.Duration{5 * time.Millisecond},
+		Fault:    s.fault,
+	})
+	if err != nil {
+		t.Fatalf("start runner: %v", err)
+	}
+	h.r = r
+	t.Cleanup(r.Stop) // runs before the bus and the database are closed
+	return h
+}
+
+func (h *harness) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	h.t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func (h *harness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	const within = 15 * time.Second
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			h.t.Fatalf("gave up after %v waiting for %s", within, what)
+		case <-tick.C:
+		}
+	}
+}
+
+func validRequest() contracts.Request {
+	return contracts.Request{
+		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
+		SourceBranch: "feature", TargetBranch: "main",
+		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
+	}
+}
+
+func requested(t *testing.T, id string, r contracts.Request) *event.Event {
+	t.Helper()
+	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), r, "")
+	if err != nil {
+		t.Fatalf("build requested: %v", err)
+	}
+	return e
+}
+
+// publish sends e as a client would and returns its stream sequence.
+func (h *harness) publish(e *event.Event) uint64 {
+	h.t.Helper()
+	subject, _ := contracts.SubjectFor(e.Type())
+	msg, err := bus.Encode(subject, e)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ack, err := h.b.PublishMsg(h.ctx(), msg)
+	if err != nil {
+		h.t.Fatalf("publish %s: %v", e.ID(), err)
+	}
+	return ack.Sequence
+}
+
+// publishAs publishes e under another Nats-Msg-Id, so that JetStream's
+// dedupe does not catch the repeat: only the inbox can.
+func (h *harness) publishAs(e *event.Event, msgID string) uint64 {
+	h.t.Helper()
+	subject, _ := contracts.SubjectFor(e.Type())
+	msg, err := bus.Encode(subject, e)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	msg.Header.Set(bus.HeaderMsgID, msgID)
+	ack, err := h.b.PublishMsg(h.ctx(), msg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if ack.Duplicate {
+		h.t.Fatalf("publish as %s: JetStream took it for a duplicate", msgID)
+	}
+	return ack.Sequence
+}
+
+func (h *harness) consumer() *jetstream.ConsumerInfo {
+	h.t.Helper()
+	c, err := h.b.JS.Consumer(h.ctx(), contracts.Stream, h.durable)
+	if err != nil {
+		h.t.Fatalf("consumer %s: %v", h.durable, err)
+	}
+	info, err := c.Info(h.ctx())
+	if err != nil {
+		h.t.Fatalf("consumer %s info: %v", h.durable, err)
+	}
+	return info
+}
+
+// settled waits until the consumer has acknowledged every message of its
+// subject up to stream sequence upTo (the last input published): nothing
+// is left to redeliver, so the counts that follow are final.
+func (h *harness) settled(upTo uint64) *jetstream.ConsumerInfo {
+	h.t.Helper()
+	var info *jetstream.ConsumerInfo
+	h.waitFor(fmt.Sprintf("consumer %s to ack everything up to stream seq %d", h.durable, upTo), func() bool {
+		info = h.consumer()
+		return info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= upTo
+	})
+	return info
+}
+
+func (h *harness) committedEffects(eventID string) int {
+	h.t.Helper()
+	var n int
+	if err := h.db.Reader().QueryRow(`SELECT count(*) FROM effects WHERE event_id = ?`, eventID).Scan(&n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+// outgoing waits until the outbox is empty and returns the events on
+// subject in PRSAGA, decoded.
+func (h *harness) outgoing(subject string) []*event.Event {
+	h.t.Helper()
+	h.waitFor("the outbox to be relayed", func() bool {
+		n, _, err := h.db.OutboxStats(h.ctx())
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		return n == 0
+	})
+	return h.inStream(contracts.Stream, subject)
+}
+
+func (h *harness) inStream(stream, subject string) []*event.Event {
+	h.t.Helper()
+	msgs := h.rawInStream(stream, subject)
+	var out []*event.Event
+	for _, m := range msgs {
+		e, err := bus.Decode(m.Header, m.Data)
+		if err != nil {
+			h.t.Fatalf("decode %s message: %v", subject, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (h *harness) rawInStream(stream, subject string) []*jetstream.RawStreamMsg {
+	h.t.Helper()
+	s, err := h.b.JS.Stream(h.ctx(), stream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := s.Info(h.ctx())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(h.ctx(), seq)
+		if err != nil {
+			h.t.Fatalf("get %s msg %d: %v", stream, seq, err)
+		}
+		if m.Subject == subject {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (h *harness) processed(eventID string) bool {
+	h.t.Helper()
+	ok, err := h.db.Processed(h.ctx(), h.durable, eventID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return ok
+}
+
+// checkOnce asserts exactly one committed effect and one outgoing event
+// caused by eventID.
+func (h *harness) checkOnce(eventID string) {
+	h.t.Helper()
+	if n := h.committedEffects(eventID); n != 1 {
+		h.t.Errorf("committed effects of %s: got %d, want 1", eventID, n)
+	}
+	out := h.outgoing(contracts.SubjectMergeValidated)
+	if len(out) != 1 {
+		h.t.Fatalf("validated events in PRSAGA: got %d, want 1", len(out))
+	}
+	if got := out[0].Extensions()[contracts.ExtCausationID]; got != eventID {
+		h.t.Errorf("outgoing causationid: got %v, want %s", got, eventID)
+	}
+	if !h.processed(eventID) {
+		h.t.Errorf("no inbox row for %s", eventID)
+	}
+}

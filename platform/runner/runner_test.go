@@ -1,0 +1,293 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/runner"
+)
+
+func TestHappyPath(t *testing.T) {
+	h := start(t, setup{})
+	e := requested(t, "req-1", validRequest())
+	h.settled(h.publish(e))
+	h.checkOnce("req-1")
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("handler runs: got %d, want 1", n)
+	}
+	out := h.outgoing(contracts.SubjectMergeValidated)[0]
+	env, err := contracts.Open(out)
+	if err != nil {
+		t.Fatalf("the outgoing event breaks the contract: %v", err)
+	}
+	if env.Meta.CorrelationID != "req-1" || out.Source() != "/prsaga/validator" || out.Subject() != "acme/widgets#1" {
+		t.Errorf("outgoing: correlation %q source %q subject %q; want req-1, /prsaga/validator, acme/widgets#1",
+			env.Meta.CorrelationID, out.Source(), out.Subject())
+	}
+}
+
+func TestHandlerFailingOnceIsRetried(t *testing.T) {
+	var failures atomic.Int64
+	h := start(t, setup{effect: func(context.Context, contracts.Envelope) error {
+		if failures.Add(1) == 1 {
+			return errTransient
+		}
+		return nil
+	}})
+	info := h.settled(h.publish(requested(t, "req-1", validRequest())))
+	h.checkOnce("req-1")
+	if n := h.calls.Load(); n != 2 {
+		t.Errorf("handler runs: got %d, want 2 (one failure, one retry)", n)
+	}
+	if info.Delivered.Consumer != 2 {
+		t.Errorf("deliveries: got %d, want 2", info.Delivered.Consumer)
+	}
+}
+
+func TestDuplicateDeliveryHasOneEffect(t *testing.T) {
+	h := start(t, setup{})
+	e := requested(t, "req-1", validRequest())
+	h.publishAs(e, "copy-1")
+	h.settled(h.publishAs(e, "copy-2")) // same ce-id, JetStream keeps both
+	h.checkOnce("req-1")
+	t.Logf("handler ran %d times for two deliveries", h.calls.Load())
+}
+
+func TestCrashAfterCommitIsRedeliveredAndDropped(t *testing.T) {
+	var faults atomic.Int64
+	h := start(t, setup{
+		bus: bus.Config{AckWait: 500 * time.Millisecond},
+		fault: func(point string, env contracts.Envelope) error {
+			if point == runner.FaultAfterCommit && faults.Add(1) == 1 {
+				return errors.New("crash after commit")
+			}
+			return nil
+		},
+	})
+	h.publish(requested(t, "req-1", validRequest()))
+	h.waitFor("a redelivery after the unacked commit", func() bool {
+		info := h.consumer()
+		return info.Delivered.Consumer >= 2 && info.NumAckPending == 0 && info.AckFloor.Stream >= 1
+	})
+	h.checkOnce("req-1")
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("handler runs: got %d, want 1 (the inbox drops the redelivery before the handler)", n)
+	}
+	if n := faults.Load(); n != 1 {
+		t.Errorf("after-commit fault points reached: got %d, want 1 (not on the dropped duplicate)", n)
+	}
+}
+
+func TestCrashAfterEffectIsRetried(t *testing.T) {
+	var faults atomic.Int64
+	h := start(t, setup{fault: func(point string, env contracts.Envelope) error {
+		if point == runner.FaultAfterEffect && faults.Add(1) == 1 {
+			return errors.New("crash after effect")
+		}
+		return nil
+	}})
+	h.settled(h.publish(requested(t, "req-1", validRequest())))
+	h.checkOnce("req-1")
+	if n := h.calls.Load(); n != 2 {
+		t.Errorf("handler runs: got %d, want 2 (the effect is repeated, committed once)", n)
+	}
+}
+
+func TestUndecodableMessageIsDeadLettered(t *testing.T) {
+	h := start(t, setup{})
+	// Not a CloudEvent at all.
+	if _, err := h.b.JS.Publish(h.ctx(), contracts.SubjectMergeRequested, []byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	// A CloudEvent that no saga can own.
+	bad := validRequest()
+	bad.PRID, bad.Repo = "../../etc#1", "../../etc"
+	h.publish(requested(t, "req-bad", bad))
+	// A decodable request with a valid PR id but bad fields is for the
+	// handler to answer (invalid_request), not dead-lettered.
+	partial := validRequest()
+	partial.HeadSHA = "not-a-sha"
+	h.publish(requested(t, "req-partial", partial))
+	// The consumer is not blocked: a valid event behind them is handled.
+	h.settled(h.publish(requested(t, "req-ok", validRequest())))
+
+	dlq := h.rawInStream(contracts.DLQStream, contracts.DLQSubject(h.durable))
+	if len(dlq) != 2 {
+		t.Fatalf("DLQ messages on %s: got %d, want 2", contracts.DLQSubject(h.durable), len(dlq))
+	}
+	garbage, badID := dlq[0], dlq[1]
+	if badID.Header.Get("ce-id") == "" { // workers dead-letter in any order
+		garbage, badID = badID, garbage
+	}
+	if string(garbage.Data) != "garbage" {
+		t.Errorf("DLQ body: got %q, want the original %q", garbage.Data, "garbage")
+	}
+	if r := garbage.Header.Get(contracts.DLQReasonHeader); !strings.Contains(r, "ce-specversion") {
+		t.Errorf("DLQ reason %q does not name the problem (no ce-specversion)", r)
+	}
+	if got := garbage.Header.Get(bus.HeaderMsgID); got != "dlq."+h.durable+".seq1" {
+		t.Errorf("DLQ Nats-Msg-Id: got %q, want dlq.%s.seq1", got, h.durable)
+	}
+	if r := badID.Header.Get(contracts.DLQReasonHeader); !strings.Contains(r, "pr_id") {
+		t.Errorf("DLQ reason %q does not name the problem (pr_id)", r)
+	}
+	if got := badID.Header.Get("ce-id"); got != "req-bad" {
+		t.Errorf("DLQ copy ce-id: got %q, want the original header req-bad", got)
+	}
+	if got := badID.Header.Get(bus.HeaderMsgID); got != "dlq."+h.durable+".req-bad" {
+		t.Errorf("DLQ Nats-Msg-Id: got %q, want dlq.%s.req-bad", got, h.durable)
+	}
+
+	if n := h.committedEffects("req-ok"); n != 1 {
+		t.Errorf("committed effects of the valid event after the poison: got %d, want 1", n)
+	}
+	if n := h.committedEffects("req-partial"); n != 1 {
+		t.Errorf("committed effects of the invalid-but-attributable request: got %d, want 1 (the handler answers it)", n)
+	}
+	if h.processed("req-bad") {
+		t.Error("the dead-lettered event has an inbox row")
+	}
+	if n := h.calls.Load(); n != 2 {
+		t.Errorf("handler runs: got %d, want 2 (req-partial and req-ok)", n)
+	}
+}
+
+func TestStepEventFromWrongSourceIsDeadLettered(t *testing.T) {
+	h := start(t, setup{
+		durable: contracts.ConsumerMerger,
+		subject: contracts.SubjectMergeValidated,
+		out: func(env contracts.Envelope) (*event.Event, error) {
+			return contracts.Follow(env.Event, runner.NewID(), contracts.TypeMerged, contracts.ServiceMerger, time.Now(),
+				contracts.Merged{Request: env.Req(), MergeSHA: strings.Repeat("c", 40)})
+		},
+	})
+	req := requested(t, "req-1", validRequest())
+	validated := func(id, source string) *event.Event {
+		e, err := contracts.New(id, contracts.TypeMergeValidated, source, "acme/widgets#1", time.Now(),
+			contracts.Validated{Request: validRequest()},
+			contracts.Meta{CorrelationID: req.ID(), CausationID: req.ID(), Attempt: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	h.publish(validated("val-evil", "/evil"))
+	h.settled(h.publish(validated("val-ok", contracts.Source(contracts.ServiceValidator))))
+
+	dlq := h.rawInStream(contracts.DLQStream, contracts.DLQSubject(contracts.ConsumerMerger))
+	if len(dlq) != 1 {
+		t.Fatalf("DLQ messages: got %d, want 1", len(dlq))
+	}
+	if r := dlq[0].Header.Get(contracts.DLQReasonHeader); !strings.Contains(r, "source") || !strings.Contains(r, "/evil") {
+		t.Errorf("DLQ reason %q does not name the bad source", r)
+	}
+	if got := dlq[0].Header.Get("ce-id"); got != "val-evil" {
+		t.Errorf("DLQ copy ce-id: got %q, want val-evil", got)
+	}
+	if n := h.committedEffects("val-evil"); n != 0 {
+		t.Errorf("committed effects of the forged event: got %d, want 0", n)
+	}
+	if n := h.committedEffects("val-ok"); n != 1 {
+		t.Errorf("committed effects of the genuine event: got %d, want 1", n)
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("handler runs: got %d, want 1 (never for the forged event)", n)
+	}
+}
+
+func TestRetriesExhaustedEmitsStepFailed(t *testing.T) {
+	h := start(t, setup{
+		bus:    bus.Config{MaxDeliver: 2},
+		giveUp: true,
+		step:   contracts.StateValidating,
+		effect: func(context.Context, contracts.Envelope) error { return errTransient },
+	})
+	h.settled(h.publish(requested(t, "req-1", validRequest())))
+
+	failed := h.outgoing(contracts.SubjectStepFailed)
+	if len(failed) != 1 {
+		t.Fatalf("step_failed events: got %d, want 1", len(failed))
+	}
+	env, err := contracts.Open(failed[0])
+	if err != nil {
+		t.Fatalf("the step_failed event breaks the contract: %v", err)
+	}
+	if err := env.ValidatePayload(); err != nil {
+		t.Errorf("step_failed payload: %v", err)
+	}
+	sf := env.Payload.(*contracts.StepFailed)
+	if sf.Code != contracts.CodeRetriesExhausted || sf.Step != contracts.StateValidating || !sf.Retryable {
+		t.Errorf("step_failed: code %q step %q retryable %v; want retries_exhausted, VALIDATING, true", sf.Code, sf.Step, sf.Retryable)
+	}
+	if sf.PRID != "acme/widgets#1" || env.Meta.CorrelationID != "req-1" || env.Meta.CausationID != "req-1" {
+		t.Errorf("step_failed: pr %q correlation %q causation %q; want acme/widgets#1, req-1, req-1", sf.PRID, env.Meta.CorrelationID, env.Meta.CausationID)
+	}
+	if failed[0].Source() != "/prsaga/validator" {
+		t.Errorf("step_failed source: got %q, want /prsaga/validator", failed[0].Source())
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("handler runs: got %d, want 1 (the last delivery skips it)", n)
+	}
+	if n := h.committedEffects("req-1"); n != 0 {
+		t.Errorf("committed effects: got %d, want 0", n)
+	}
+	if !h.processed("req-1") {
+		t.Error("no inbox row for the given-up event")
+	}
+	if n := len(h.outgoing(contracts.SubjectMergeValidated)); n != 0 {
+		t.Errorf("validated events: got %d, want 0", n)
+	}
+}
+
+func TestStopLetsHandlersInProgressFinish(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var ctxErr atomic.Value
+	var once sync.Once
+	h := start(t, setup{effect: func(ctx context.Context, env contracts.Envelope) error {
+		once.Do(func() { close(entered) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+			ctxErr.Store(ctx.Err())
+		}
+		return nil
+	}})
+	h.publish(requested(t, "req-1", validRequest()))
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler not entered within 10s")
+	}
+	subs := h.b.NC.NumSubscriptions()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		h.r.Stop()
+	}()
+	// Stop has stopped consuming once its pull subscription is gone; the
+	// handler in progress must still be allowed to finish and commit.
+	h.waitFor("the runner to stop consuming", func() bool { return h.b.NC.NumSubscriptions() < subs })
+	close(release)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not return within 10s of the handler finishing")
+	}
+	if err := ctxErr.Load(); err != nil {
+		t.Errorf("the handler's context was cancelled by Stop: %v", err)
+	}
+	if n := h.committedEffects("req-1"); n != 1 {
+		t.Errorf("committed effects of the handler in progress at Stop: got %d, want 1", n)
+	}
+	h.r.Stop() // a second Stop (t.Cleanup's) must be harmless
+}

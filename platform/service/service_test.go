@@ -1,0 +1,107 @@
+package service_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
+	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/service"
+	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+)
+
+// A service started with one consumer turns a requested event into a
+// validated one on the bus: consumer, transaction, outbox and relay wired.
+func TestServiceConsumesAndRelays(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, b := natstest.Start(t, bus.Config{})
+	db := sqlitetest.Open(t)
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	onRequested := func(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+		out, err := contracts.Follow(env.Event, runner.NewID(), contracts.TypeMergeValidated, contracts.ServiceValidator, time.Now(),
+			contracts.Validated{Request: env.Req()})
+		if err != nil {
+			return nil, err
+		}
+		return func(tx *sqlite.Tx) error { return tx.Emit(out) }, nil
+	}
+	run, err := service.Start(ctx, service.Spec{
+		Name: contracts.ServiceValidator,
+		DB:   db,
+		Consumers: []service.Consumer{{
+			Spec:   bus.ConsumerSpec{Durable: contracts.ConsumerValidator, Subjects: []string{contracts.SubjectMergeRequested}, GiveUp: true},
+			Step:   contracts.StateValidating,
+			Handle: onRequested,
+		}},
+	}, b, log, service.Options{Backoff: []time.Duration{5 * time.Millisecond}, RelayPoll: time.Hour})
+	if err != nil {
+		t.Fatalf("start service: %v", err)
+	}
+	t.Cleanup(run.Stop)
+
+	req, err := contracts.NewRequested("req-1", "https://forge.example/acme", time.Now(), contracts.Request{
+		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
+		SourceBranch: "feature", TargetBranch: "main",
+		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.JS.Stream(ctx, contracts.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatalf("waiting for the validated event: %v", err)
+		}
+		if info.State.Msgs >= 2 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no validated event within 20s")
+		case <-tick.C:
+		}
+	}
+	m, err := s.GetMsg(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := bus.Decode(m.Header, m.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Type() != contracts.TypeMergeValidated || m.Subject != contracts.SubjectMergeValidated {
+		t.Errorf("second message: type %q on %q, want validated on %q", e.Type(), m.Subject, contracts.SubjectMergeValidated)
+	}
+	run.Stop()
+	run.Stop() // and t.Cleanup's: harmless
+}
+
+func TestServiceStartFailsOnBadConsumer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, b := natstest.Start(t, bus.Config{})
+	db := sqlitetest.Open(t)
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ok := service.Consumer{Spec: bus.ConsumerSpec{Durable: "good", Subjects: []string{contracts.SubjectMergeRequested}}}
+	bad := service.Consumer{Spec: bus.ConsumerSpec{Durable: "bad.name", Subjects: []string{contracts.SubjectMergeRequested}}}
+	run, err := service.Start(ctx, service.Spec{Name: "validator", DB: db, Consumers: []service.Consumer{ok, bad}}, b, log, service.Options{})
+	if err == nil {
+		run.Stop()
+		t.Fatal("start with an invalid durable name: got nil error")
+	}
+}
