@@ -108,8 +108,12 @@ func (r *Repo) plan(req MergeRequest) (*plan, error) {
 			return nil, err
 		}
 	}
-	if res, ok, err := r.alreadyMerged(req, target, head, bases); err != nil || ok {
-		return &plan{result: res}, err
+	done, ok, err := r.alreadyMerged(req, target, head, bases)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return &plan{result: done}, nil
 	}
 
 	srcHash, err := readRef(r.dir, req.SourceBranch)

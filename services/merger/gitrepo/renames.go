@@ -27,36 +27,28 @@ import (
 const maxRenamePairs = 1 << 20
 
 func (m *treeMerge) checkRenames(base, ours, theirs plumbing.Hash) error {
-	if len(m.bothDeleted) == 0 {
-		return nil
+	delOurs, addOurs, err := m.r.sideChanges(base, ours)
+	if err != nil {
+		return err
+	}
+	delTheirs, addTheirs, err := m.r.sideChanges(base, theirs)
+	if err != nil {
+		return err
+	}
+	// Deleted on both sides — including inside subtrees both sides changed
+	// alike, which the tree merge never opens.
+	deletedByTheirs := map[string]bool{}
+	for _, d := range delTheirs {
+		deletedByTheirs[d.path] = true
 	}
 	var deleted []pathEntry
-	for _, d := range m.bothDeleted {
-		if !d.e.isDir() {
+	for _, d := range delOurs {
+		if deletedByTheirs[d.path] {
 			deleted = append(deleted, d)
-			continue
-		}
-		err := m.r.diffTrees(d.e.hash, plumbing.ZeroHash, func(p string, from, _ entry) bool {
-			deleted = append(deleted, pathEntry{d.path + "/" + p, from})
-			return true
-		})
-		if err != nil {
-			return fmt.Errorf("rename check: %w", err)
 		}
 	}
-	var added []pathEntry
-	for _, side := range []plumbing.Hash{ours, theirs} {
-		err := m.r.diffTrees(base, side, func(p string, from, to entry) bool {
-			if !from.present() && to.present() {
-				added = append(added, pathEntry{p, to})
-			}
-			return true
-		})
-		if err != nil {
-			return fmt.Errorf("rename check: %w", err)
-		}
-	}
-	if len(added) == 0 {
+	added := append(addOurs, addTheirs...)
+	if len(deleted) == 0 || len(added) == 0 {
 		return nil
 	}
 	if len(deleted)*len(added) > maxRenamePairs {
@@ -79,6 +71,24 @@ func (m *treeMerge) checkRenames(base, ours, theirs plumbing.Hash) error {
 		}
 	}
 	return nil
+}
+
+// sideChanges lists the files one side deleted (with their base versions)
+// and added, relative to the base.
+func (r *Repo) sideChanges(base, side plumbing.Hash) (deleted []pathEntry, added []pathEntry, err error) {
+	err = r.diffTrees(base, side, func(p string, from, to entry) bool {
+		switch {
+		case from.present() && !to.present():
+			deleted = append(deleted, pathEntry{p, from})
+		case !from.present() && to.present():
+			added = append(added, pathEntry{p, to})
+		}
+		return true
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("rename check: %w", err)
+	}
+	return deleted, added, nil
 }
 
 // maybeRename reports whether git could pair deleted file d with added

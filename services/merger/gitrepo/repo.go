@@ -13,8 +13,8 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 )
 
-// Repo is one bare repository. Its methods are safe for concurrent use: they
-// take turns on the repository's mutex.
+// Repo is one bare repository. Its methods are safe for concurrent use:
+// merges take turns on the repository's mutex, Head only reads ref files.
 type Repo struct {
 	name  string // "owner/name"
 	dir   string // the git directory
@@ -44,7 +44,7 @@ func (p retryPolicy) wait(attempt int) time.Duration {
 }
 
 // hooks let in-package tests act at exact points of a merge instead of
-// sleeping. Nil hooks are skipped.
+// sleeping. Nil hooks are skipped; production code never sets them.
 type hooks struct {
 	beforeRefUpdate func() // the merge is planned and written; the ref lock is not taken yet
 	lockBusy        func() // the target ref's lock file exists; the merge will back off

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -18,18 +19,16 @@ import (
 
 // Repos gives access to the bare repositories under one root directory,
 // repository "owner/name" living at <root>/<owner>/<name>.git. It keeps every
-// repository it opened, so that go-git's object cache and pack indexes are
-// reused across merges.
+// repository it opened (for the life of the Repos), so that go-git's object
+// cache is reused across merges.
 //
-// Repos is safe for concurrent use. Each repository has one mutex that every
-// *Repo method holds (go-git is not safe for concurrent use); different
+// Repos is safe for concurrent use. Each repository has one mutex that its
+// merges hold (go-git is not safe for concurrent use); different
 // repositories are worked on in parallel. Other processes (another merger,
 // `git push`) may write the same repositories at the same time: refs are
 // moved with git's lockfile protocol and pack indexes are re-read per call.
 type Repos struct {
-	root  string
-	retry retryPolicy
-	hooks hooks
+	root string
 
 	mu    sync.Mutex
 	repos map[string]*Repo
@@ -53,7 +52,7 @@ func NewRepos(root string) (*Repos, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("repos dir %q is not a directory", abs)
 	}
-	return &Repos{root: abs, retry: defaultRetry, repos: map[string]*Repo{}}, nil
+	return &Repos{root: abs, repos: map[string]*Repo{}}, nil
 }
 
 // Open returns the bare repository "owner/name"; ErrInvalid for a malformed
@@ -89,11 +88,7 @@ func (rs *Repos) Init(repo string) (*Repo, error) {
 	if _, err := os.Lstat(dir); err == nil {
 		return nil, fmt.Errorf("init %s: %w", repo, os.ErrExist)
 	}
-	_, err = git.PlainInitWithOptions(dir, &git.PlainInitOptions{
-		Bare:        true,
-		InitOptions: git.InitOptions{DefaultBranch: plumbing.Main},
-	})
-	if err != nil {
+	if err := initBare(dir); err != nil {
 		return nil, fmt.Errorf("init %s: %w", repo, err)
 	}
 	r := rs.newRepo(repo, dir)
@@ -101,29 +96,61 @@ func (rs *Repos) Init(repo string) (*Repo, error) {
 	return r, nil
 }
 
+func initBare(dir string) error {
+	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		Bare:        true,
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.Main},
+	})
+	if err != nil {
+		return err
+	}
+	// Without core.repositoryformatversion, git run with an explicit
+	// --git-dir ignores core.bare and takes the current directory for a
+	// work tree; write it as `git init --bare` does.
+	cfg, err := r.Config()
+	if err != nil {
+		return err
+	}
+	cfg.Core.RepositoryFormatVersion = config.Version_0
+	return r.SetConfig(cfg)
+}
+
 func (rs *Repos) newRepo(repo, dir string) *Repo {
 	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize))
-	return &Repo{name: repo, dir: dir, st: st, retry: rs.retry, hooks: rs.hooks}
+	return &Repo{name: repo, dir: dir, st: st, retry: defaultRetry}
 }
 
 // path validates a repository id and maps it to its directory under the
-// root. The id rules are the contracts' (two parts of [A-Za-z0-9._-], no
-// "..", ...); the path is checked again to be inside the root, so that a
-// change of the id rules can never open a path outside it.
+// root. The id rules are the contracts'; they are checked again here, at the
+// file-system boundary, independently of them: exactly two plain path
+// elements of [A-Za-z0-9._-] without "..", and a result directly inside
+// root/<owner>/.
 func (rs *Repos) path(repo string) (string, error) {
 	if err := contracts.ValidateRepo(repo); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	owner, name, _ := strings.Cut(repo, "/")
-	if strings.ContainsAny(name, `/\`) || filepath.IsAbs(owner) {
+	parts := strings.Split(repo, "/")
+	if len(parts) != 2 || !plainElem(parts[0]) || !plainElem(parts[1]) {
 		return "", invalidf("repo %q is not owner/name", repo)
 	}
-	dir := filepath.Join(rs.root, owner, name+".git")
-	rel, err := filepath.Rel(rs.root, dir)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
+	dir := filepath.Join(rs.root, parts[0], parts[1]+".git")
+	if filepath.Dir(filepath.Dir(dir)) != rs.root {
 		return "", invalidf("repo %q escapes the repos dir", repo)
 	}
 	return dir, nil
+}
+
+func plainElem(s string) bool {
+	if s == "" || s == "." || strings.Contains(s, "..") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // isBareRepo reports whether dir looks like a git directory the way git

@@ -27,7 +27,7 @@ type MergeRequest struct {
 	Strategy      string // StrategyFastForward, StrategyMerge or StrategySquash
 	PRID          string // "<owner>/<name>#<number>", of this repository
 	PRNumber      int    // the number in PRID
-	CorrelationID string // the saga run, recorded as a trailer
+	CorrelationID string // the saga run, recorded as a trailer (empty: no trailer)
 	Title         string // the PR title, for the commit message
 	Author        Signature
 	Committer     Signature // zero: the Author

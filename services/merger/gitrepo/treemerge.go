@@ -27,9 +27,6 @@ type treeMerge struct {
 
 	trees     []plumbing.EncodedObject // new trees, children before parents
 	conflicts []conflict
-	// bothDeleted: paths present in base and deleted on both sides, which
-	// git's rename detection may pair with a file added elsewhere.
-	bothDeleted []pathEntry
 }
 
 type conflict struct {
@@ -111,9 +108,6 @@ func (m *treeMerge) mergeDir(dir string, b, o, t plumbing.Hash, removed removedB
 func (m *treeMerge) mergeEntry(p string, b, o, t entry, removed removedBy) (entry, error) {
 	switch {
 	case o == t: // unchanged, changed alike, or deleted on both sides
-		if b.present() && !o.present() {
-			m.bothDeleted = append(m.bothDeleted, pathEntry{p, b})
-		}
 		return o, nil
 	case b == o: // only the PR changed it
 		if removed == removedByOurs && !b.present() {

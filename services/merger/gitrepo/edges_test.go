@@ -1,0 +1,146 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// scenario is a three-way merge to check against git: base, ours (the
+// target branch) and theirs (the PR), each a full snapshot.
+type scenario struct {
+	name               string
+	base, ours, theirs map[string]file
+}
+
+// outcome of one scenario: ours (tree or conflict) next to git's.
+type outcome struct {
+	gitTree  string
+	gitClean bool
+	tree     string // empty on conflict
+	conflict *ConflictError
+}
+
+// runScenarios builds every scenario's branches in one fast-import and
+// merges each PR branch into its target with Merge and with git merge-tree.
+func runScenarios(f *fixture, scs []scenario) []outcome {
+	f.t.Helper()
+	var specs []commitSpec
+	for i, sc := range scs {
+		base, ours, theirs := fmt.Sprintf("s%d-base", i), fmt.Sprintf("s%d-ours", i), fmt.Sprintf("s%d-theirs", i)
+		specs = append(specs,
+			commitSpec{ref: base, files: sc.base},
+			commitSpec{ref: ours, parents: []string{base}, files: sc.ours},
+			commitSpec{ref: theirs, parents: []string{base}, files: sc.theirs},
+		)
+	}
+	shas := f.build(specs...)
+	out := make([]outcome, len(scs))
+	for i, sc := range scs {
+		ours, theirs := fmt.Sprintf("s%d-ours", i), fmt.Sprintf("s%d-theirs", i)
+		o := &out[i]
+		o.gitTree, o.gitClean = f.mergeTree(shas[ours], shas[theirs])
+		res, err := f.repo.Merge(request(theirs, ours, shas[theirs], StrategyMerge, i+1))
+		switch {
+		case err == nil:
+			o.tree = f.rev(res.MergeSHA + "^{tree}")
+		case errors.As(err, &o.conflict):
+		default:
+			f.t.Fatalf("%s: Merge: %v", sc.name, err)
+		}
+	}
+	return out
+}
+
+// checkNeverWrong is the property every merge must have: a clean result is
+// git's clean result, to the tree id.
+func checkNeverWrong(t *testing.T, name string, o outcome) bool {
+	t.Helper()
+	if o.tree != "" && (!o.gitClean || o.tree != o.gitTree) {
+		t.Errorf("%s: merged to tree %s, but git merge-tree gives %s (clean: %v)", name, o.tree, o.gitTree, o.gitClean)
+		return false
+	}
+	return true
+}
+
+// TestMergeEdgeCases pins down what the tree merge does where git's merge
+// is subtle: renames, directory renames, modes, symlinks, submodules,
+// file/directory changes. Each clean result is compared with git's.
+func TestMergeEdgeCases(t *testing.T) {
+	const (
+		sub1 = "1111111111111111111111111111111111111111"
+		sub2 = "2222222222222222222222222222222222222222"
+		sub3 = "3333333333333333333333333333333333333333"
+	)
+	long := strings.Repeat("a line of text\n", 20)
+	base := map[string]file{"p": reg(long), "keep": reg("keep\n"), "d/x": reg("x\n" + long), "d/y": reg("y\n" + long)}
+	cases := []struct {
+		scenario
+		want string // "clean" (and equal to git), "conflict", or "git-conflict" (git conflicts too)
+	}{
+		{scenario{"rename/delete", base, with(base, map[string]file{"p": {}, "q": reg(long)}), with(base, map[string]file{"p": {}})}, "git-conflict"},
+		{scenario{"rename/rename 1to2", base, with(base, map[string]file{"p": {}, "q": reg(long)}), with(base, map[string]file{"p": {}, "r": reg(long)})}, "git-conflict"},
+		{scenario{"inexact rename/delete", base, with(base, map[string]file{"p": {}, "q": reg(long + "more\n")}), with(base, map[string]file{"p": {}})}, "git-conflict"},
+		{scenario{"directory renamed, PR adds to it", base,
+			with(base, map[string]file{"d/x": {}, "d/y": {}, "e/x": reg("x\n" + long), "e/y": reg("y\n" + long)}),
+			with(base, map[string]file{"d/z": reg("z\n")})}, "git-conflict"},
+		{scenario{"directory removed, PR adds to it", base, with(base, map[string]file{"d/x": {}, "d/y": {}}),
+			with(base, map[string]file{"d/z": reg("z\n")})}, "conflict"},
+		{scenario{"directory removed by the PR, target adds to it", base, with(base, map[string]file{"d/sub/z": reg("z\n")}),
+			with(base, map[string]file{"d/x": {}, "d/y": {}})}, "conflict"},
+		{scenario{"directory partly moved, PR adds to it", base,
+			with(base, map[string]file{"d/x": {}, "e/x": reg("x\n" + long)}),
+			with(base, map[string]file{"d/z": reg("z\n")})}, "clean"},
+		{scenario{"renamed on one side, copied on the other", base, with(base, map[string]file{"p": {}, "q": reg(long)}),
+			with(base, map[string]file{"q": reg(long)})}, "clean"},
+		{scenario{"both delete, both add unrelated small files", base, with(base, map[string]file{"p": {}, "n1": reg("1\n")}),
+			with(base, map[string]file{"p": {}, "n2": reg("2\n")})}, "clean"},
+		{scenario{"mode on one side, content on the other", base, with(base, map[string]file{"keep": exe("keep\n")}),
+			with(base, map[string]file{"keep": reg("changed\n")})}, "conflict"},
+		{scenario{"mode on one side only", base, with(base, map[string]file{"keep": exe("keep\n")}), base}, "clean"},
+		{scenario{"same mode change on both sides", base, with(base, map[string]file{"keep": exe("keep\n")}),
+			with(base, map[string]file{"keep": exe("keep\n"), "t": reg("t\n")})}, "clean"},
+		{scenario{"symlinks added on both sides", base, with(base, map[string]file{"l": link("keep")}),
+			with(base, map[string]file{"l": link("p")})}, "git-conflict"},
+		{scenario{"symlink retargeted on one side", with(base, map[string]file{"l": link("keep")}),
+			with(base, map[string]file{"l": link("p")}), with(base, map[string]file{"l": link("keep"), "t": reg("t\n")})}, "clean"},
+		{scenario{"submodule bumped on one side", with(base, map[string]file{"s": gitlink(sub1)}),
+			with(base, map[string]file{"s": gitlink(sub2)}), with(base, map[string]file{"s": gitlink(sub1), "t": reg("t\n")})}, "clean"},
+		{scenario{"submodule bumped on both sides", with(base, map[string]file{"s": gitlink(sub1)}),
+			with(base, map[string]file{"s": gitlink(sub2)}), with(base, map[string]file{"s": gitlink(sub3)})}, "git-conflict"},
+		{scenario{"submodule replaced by a symlink, and bumped", with(base, map[string]file{"s": gitlink(sub1)}),
+			with(base, map[string]file{"s": gitlink(sub2)}), with(base, map[string]file{"s": link("elsewhere")})}, "git-conflict"},
+		{scenario{"file becomes a directory on one side", base, with(base, map[string]file{"keep": {}, "keep/inside": reg("i\n")}),
+			with(base, map[string]file{"t": reg("t\n")})}, "clean"},
+		{scenario{"file becomes a directory, other side edits it", base, with(base, map[string]file{"keep": {}, "keep/inside": reg("i\n")}),
+			with(base, map[string]file{"keep": reg("edited\n")})}, "git-conflict"},
+		{scenario{"file added on one side, directory on the other", base, with(base, map[string]file{"n": reg("n\n")}),
+			with(base, map[string]file{"n/x": reg("x\n")})}, "git-conflict"},
+		{scenario{"everything deleted on one side", base, map[string]file{}, base}, "clean"},
+		{scenario{"identical additions", base, with(base, map[string]file{"n/m/o": reg("o\n")}),
+			with(base, map[string]file{"n/m/o": reg("o\n"), "d/x": reg("changed\n")})}, "clean"},
+		{scenario{"two files renamed onto one name, same content", with(base, map[string]file{"q": reg(long)}),
+			with(base, map[string]file{"p": {}, "r": reg(long), "q": reg(long)}), with(base, map[string]file{"q": {}, "r": reg(long)})}, "clean"},
+	}
+	f := newFixture(t)
+	scs := make([]scenario, len(cases))
+	for i, c := range cases {
+		scs[i] = c.scenario
+	}
+	for i, o := range runScenarios(f, scs) {
+		c := cases[i]
+		checkNeverWrong(t, c.name, o)
+		switch {
+		case c.want == "clean" && o.tree == "":
+			t.Errorf("%s: conflict %v, want a clean merge (git: clean %v)", c.name, o.conflict, o.gitClean)
+		case c.want != "clean" && o.conflict == nil:
+			t.Errorf("%s: merged to %s, want a conflict", c.name, o.tree)
+		case c.want == "git-conflict" && o.gitClean:
+			t.Errorf("%s: git merges it cleanly; the case is mislabelled", c.name)
+		case c.want == "conflict" && !o.gitClean:
+			t.Errorf("%s: git conflicts too; label it git-conflict", c.name)
+		}
+	}
+	f.fsck()
+}
