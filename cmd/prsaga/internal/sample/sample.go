@@ -133,4 +133,3 @@ func (s *Repo) tree(files map[string]string, prefix string) (plumbing.Hash, erro
 	sort.Sort(object.TreeEntrySorter(entries))
 	return s.store(&object.Tree{Entries: entries})
 }
-
