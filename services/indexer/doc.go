@@ -1,4 +1,15 @@
-// Package indexer is the saga's last step: on a notified event it upserts
-// the merged PR into the search index and answers indexed. Upserting by PR
-// id makes a redelivery or a replay harmless.
+// Package indexer is the saga's last step (DESIGN §6): on a notified event
+// it upserts the merged PR — title, repo, branches, author, merge sha,
+// merged-at, changed paths and the commit messages the merge brought in —
+// into the search index and answers indexed. Upserting by PR id makes a
+// redelivery or a replay harmless: one document per PR, always.
+//
+// An index that cannot be written is retried a few times inside the step
+// (reopening the index between tries), then answered with
+// step_failed(INDEXING, index_error) so that the failure is visible and
+// retryable by an operator, rather than spent silently on redeliveries.
+//
+// This package is the domain only: indexer/bleveindex is the bleve index,
+// indexer/gitlog reads commit messages from the bare repositories with
+// go-git, indexer/server wires the consumer and the search route.
 package indexer

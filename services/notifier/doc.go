@@ -3,4 +3,9 @@
 // answers notified — or step_failed(NOTIFYING, webhook_failed) naming the
 // watchers that still fail. Per-watcher delivery rows make a retry send only
 // what is missing; receivers dedupe on the stable delivery id.
+//
+// Watchers are notified in parallel under one deadline, the step's own
+// retry budget (each watcher's attempts, timeouts and backoff: see
+// webhook.Config.Budget), so the step's time does not grow with the number
+// of watchers and stays inside its timeout (DESIGN §4, §8).
 package notifier

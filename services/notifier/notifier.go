@@ -2,10 +2,13 @@ package notifier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/binding/format"
 
@@ -40,19 +43,49 @@ type Store interface {
 	RecordDeliveries(tx *sqlite.Tx, ds []Delivery) error
 }
 
-// Sender posts one signed webhook, retrying inside the call.
+// Sender posts one signed webhook, retrying inside the call until ctx ends.
+// It must be safe for concurrent use.
 type Sender interface {
 	Send(ctx context.Context, url, secret, deliveryID string, body []byte) (attempts int, err error)
 }
+
+// DefaultParallel is how many watchers are notified at once by default.
+const DefaultParallel = 16
+
+// Delivery statuses in the notified event.
+const (
+	StatusDelivered = "delivered"
+	StatusFailed    = "failed"
+)
 
 // Notifier handles merged events.
 type Notifier struct {
 	Store  Store
 	Sender Sender
-	Now    func() time.Time
+	// Budget bounds the whole delivery of one event, every watcher and
+	// every retry included: the step's own retry budget (DESIGN §4). A
+	// watcher not delivered by then counts as failed. Zero: no bound but
+	// the Sender's.
+	Budget time.Duration
+	// Parallel bounds the watchers notified at once; 0 means DefaultParallel.
+	Parallel int
+	Now      func() time.Time
 }
 
-// OnMerged delivers to every watcher not yet delivered for this run.
+// outcome is one watcher's result in this call.
+type outcome struct {
+	attempts int
+	err      error
+}
+
+// OnMerged delivers the merged event to every watcher of the repository
+// not yet delivered for this run (correlation id), in parallel, within
+// Budget. All delivered → notified with each watcher's result; any failed →
+// step_failed(NOTIFYING, webhook_failed) naming those watchers (ids, never
+// URLs) and their last error, retryable: a replay delivers only to them,
+// with the same X-Prsaga-Delivery id. Delivery rows are recorded either way.
+// If ctx ends first (the service is stopping) nothing is recorded and the
+// event is redelivered; receivers drop a repeat by its delivery id.
 func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
 	m, ok := env.Payload.(*contracts.Merged)
 	if !ok {
@@ -71,41 +104,43 @@ func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("encode merged event: %w", err)
 	}
-	var results []contracts.Delivery
+	outcomes := n.deliver(ctx, watchers, done, corr, body)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	results := make([]contracts.Delivery, 0, len(watchers))
 	var record []Delivery
 	var failed []string
-	for _, w := range watchers {
+	for i, w := range watchers {
 		prev := done[w.ID]
 		if prev.Delivered {
-			results = append(results, contracts.Delivery{WatcherID: w.ID, Status: "delivered", Attempts: prev.Attempts})
+			results = append(results, contracts.Delivery{WatcherID: w.ID, Status: StatusDelivered, Attempts: prev.Attempts})
 			continue
 		}
-		attempts, err := n.Sender.Send(ctx, w.URL, w.Secret, webhook.DeliveryID(corr, w.ID), body)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		d := Delivery{CorrelationID: corr, WatcherID: w.ID, Attempts: prev.Attempts + attempts, Delivered: err == nil}
-		status := "delivered"
-		if err != nil {
-			d.LastError, status = err.Error(), "failed"
-			failed = append(failed, fmt.Sprintf("%s (%s)", w.ID, err))
-			log.WarnContext(ctx, "webhook delivery failed", "watcher_id", w.ID, "attempts", attempts, "err", err)
+		o := outcomes[i]
+		d := Delivery{CorrelationID: corr, WatcherID: w.ID, Attempts: prev.Attempts + o.attempts, Delivered: o.err == nil}
+		status := StatusDelivered
+		if o.err != nil {
+			d.LastError, status = o.err.Error(), StatusFailed
+			failed = append(failed, fmt.Sprintf("%s (%s)", w.ID, o.err))
+			log.WarnContext(ctx, "webhook delivery failed", "watcher_id", w.ID, "attempts", o.attempts, "err", o.err)
 		}
 		record = append(record, d)
 		results = append(results, contracts.Delivery{WatcherID: w.ID, Status: status, Attempts: d.Attempts})
 	}
-	var out = func() (any, string) {
-		if len(failed) > 0 {
-			reason := "webhook delivery failed for " + strings.Join(failed, "; ")
-			if len(reason) > contracts.MaxReason {
-				reason = reason[:contracts.MaxReason]
-			}
-			return contracts.StepFailed{Request: m.Request, Step: contracts.StateNotifying, Code: contracts.CodeWebhookFailed, Reason: reason, Retryable: true}, contracts.TypeStepFailed
+	typ, payload := contracts.TypeNotified, any(contracts.Notified{Request: m.Request, MergeSHA: m.MergeSHA, ChangedPaths: m.ChangedPaths, Deliveries: results})
+	if len(failed) > 0 {
+		typ, payload = contracts.TypeStepFailed, contracts.StepFailed{
+			Request: m.Request, Step: contracts.StateNotifying, Code: contracts.CodeWebhookFailed, Retryable: true,
+			Reason: clip(fmt.Sprintf("webhook delivery failed for %d of %d watchers: %s", len(failed), len(watchers), strings.Join(failed, "; "))),
 		}
-		return contracts.Notified{Request: m.Request, MergeSHA: m.MergeSHA, ChangedPaths: m.ChangedPaths, Deliveries: results}, contracts.TypeNotified
 	}
-	payload, typ := out()
-	ev, err := contracts.Follow(env.Event, runner.NewID(), typ, contracts.ServiceNotifier, n.Now(), payload)
+	now := time.Now
+	if n.Now != nil {
+		now = n.Now
+	}
+	ev, err := contracts.Follow(env.Event, runner.NewID(), typ, contracts.ServiceNotifier, now(), payload)
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +149,74 @@ func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *sl
 			return err
 		}
 		tx.AfterCommit(func() {
-			log.InfoContext(ctx, "notified", "watchers", len(watchers), "failed", len(failed), "outcome", typ)
+			log.InfoContext(ctx, "notified", "watchers", len(watchers), "sent", len(record), "failed", len(failed), "outcome", typ, "emitted_id", ev.ID())
 		})
 		return tx.Emit(ev)
 	}, nil
+}
+
+// deliver sends body to every watcher not yet delivered, at most Parallel
+// at once, all within Budget. outcomes[i] belongs to watchers[i] (zero for
+// those already delivered).
+func (n *Notifier) deliver(ctx context.Context, watchers []Watcher, done map[string]Delivery, corr string, body []byte) []outcome {
+	sctx := ctx
+	if n.Budget > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, n.Budget)
+		defer cancel()
+	}
+	parallel := n.Parallel
+	if parallel <= 0 {
+		parallel = DefaultParallel
+	}
+	spent := func(err error) error {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("the step's retry budget of %s is spent: %w", n.Budget, err)
+		}
+		return err
+	}
+	outcomes := make([]outcome, len(watchers))
+	slots := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, w := range watchers {
+		if done[w.ID].Delivered {
+			continue
+		}
+		wg.Go(func() {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+			case <-sctx.Done():
+			}
+			if err := sctx.Err(); err != nil {
+				outcomes[i] = outcome{err: spent(fmt.Errorf("not attempted: %w", err))}
+				return
+			}
+			attempts, err := n.Sender.Send(sctx, w.URL, w.Secret, webhook.DeliveryID(corr, w.ID), body)
+			outcomes[i] = outcome{attempts: attempts, err: spent(err)}
+		})
+	}
+	wg.Wait()
+	return outcomes
+}
+
+// clip makes s fit a step_failed reason: at most contracts.MaxReason bytes
+// of valid UTF-8 on one line without control characters (the contract
+// refuses them).
+func clip(s string) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\n", " "), "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) <= contracts.MaxReason {
+		return s
+	}
+	n := contracts.MaxReason - len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -1,6 +1,6 @@
 // Package bleveindex is the indexer's search index: a bleve (scorch) index
 // on disk of merged pull requests, one document per PR id, searched with
-// bleve's query-string syntax.
+// bleve's query-string syntax, hits highlighted.
 //
 // A bleve index has a single writer. Open takes the index's file lock and
 // gives up after a lock timeout, so a second indexer instance fails fast

@@ -7,10 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/prsaga/prsaga/services/indexer"
 )
 
 // DefaultLockTimeout is the lock timeout of Open when given zero.
@@ -20,13 +24,28 @@ const DefaultLockTimeout = 5 * time.Second
 // this process or another, holds the index for longer than the lock timeout.
 var ErrLocked = errors.New("index is held by another opener")
 
+// ErrNotOpen is matched (errors.Is) by calls made while the index is not
+// open: a Reopen failed, and the error says why.
+var ErrNotOpen = errors.New("index is not open")
+
+// Doc is one merged pull request; see indexer.Doc.
+type Doc = indexer.Doc
+
+var _ indexer.Index = (*Index)(nil)
+
 // Index is an open search index. It is safe for concurrent use: Upsert,
 // Search and Count may be called from several goroutines (bleve serialises
-// writers and lets readers share a snapshot). Close it once, when no call is
-// running; calls after Close return an error.
+// writers and lets readers share a snapshot); Reopen waits for the calls in
+// progress. After Close every call fails with an error matching
+// indexer.ErrClosed.
 type Index struct {
-	idx bleve.Index
-	dir string
+	dir         string
+	lockTimeout time.Duration
+
+	mu     sync.RWMutex
+	idx    bleve.Index // nil while not open
+	err    error       // why idx is nil
+	closed bool
 }
 
 // Open opens the index in dir, or creates it (and dir) if dir holds none.
@@ -37,6 +56,14 @@ func Open(dir string, lockTimeout time.Duration) (*Index, error) {
 	if lockTimeout <= 0 {
 		lockTimeout = DefaultLockTimeout
 	}
+	idx, err := open(dir, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &Index{idx: idx, dir: dir, lockTimeout: lockTimeout}, nil
+}
+
+func open(dir string, lockTimeout time.Duration) (bleve.Index, error) {
 	idx, err := openOrCreate(dir, lockTimeout)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open index %s: %w (waited %s): %w", dir, ErrLocked, lockTimeout, err)
@@ -44,7 +71,7 @@ func Open(dir string, lockTimeout time.Duration) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open index %s: %w", dir, err)
 	}
-	return &Index{idx: idx, dir: dir}, nil
+	return idx, nil
 }
 
 func openOrCreate(dir string, lockTimeout time.Duration) (bleve.Index, error) {
@@ -72,38 +99,82 @@ func openOrCreate(dir string, lockTimeout time.Duration) (bleve.Index, error) {
 	return idx, err
 }
 
-// Close releases the index and its file lock.
+// Close releases the index and its file lock. Later calls fail with
+// indexer.ErrClosed; closing twice is harmless.
 func (x *Index) Close() error {
-	if err := x.idx.Close(); err != nil {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	idx := x.idx
+	x.idx, x.err = nil, indexer.ErrClosed
+	if idx == nil {
+		return nil
+	}
+	if err := idx.Close(); err != nil {
 		return fmt.Errorf("close index %s: %w", x.dir, err)
 	}
 	return nil
 }
 
+// Reopen closes the handle and opens the index again (waiting at most the
+// lock timeout of Open). On failure the index stays closed until a later
+// Reopen succeeds: calls fail with ErrNotOpen and Ready reports why.
+func (x *Index) Reopen() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return fmt.Errorf("reopen index %s: %w", x.dir, indexer.ErrClosed)
+	}
+	if x.idx != nil {
+		// A broken handle may fail to close; the lock goes with it anyway.
+		_ = x.idx.Close()
+		x.idx = nil
+	}
+	idx, err := open(x.dir, x.lockTimeout)
+	if err != nil {
+		x.err = err
+		return err
+	}
+	x.idx, x.err = idx, nil
+	return nil
+}
+
+// Ready reports whether the index is open and answers: nil, or why not.
+func (x *Index) Ready() error {
+	_, err := x.Count()
+	return err
+}
+
+// use runs f with the open handle, holding the read lock.
+func (x *Index) use(f func(bleve.Index) error) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.idx == nil {
+		if x.closed {
+			return fmt.Errorf("index %s: %w", x.dir, indexer.ErrClosed)
+		}
+		return fmt.Errorf("index %s: %w: %w", x.dir, ErrNotOpen, x.err)
+	}
+	return f(x.idx)
+}
+
 // Count returns the number of documents (merged PRs) in the index.
 func (x *Index) Count() (uint64, error) {
-	n, err := x.idx.DocCount()
-	if err != nil {
-		return 0, fmt.Errorf("count documents: %w", err)
-	}
-	return n, nil
+	var n uint64
+	err := x.use(func(idx bleve.Index) error {
+		var err error
+		if n, err = idx.DocCount(); err != nil {
+			return fmt.Errorf("count documents: %w", err)
+		}
+		return nil
+	})
+	return n, err
 }
 
-// Doc is one merged pull request as the index holds it.
-type Doc struct {
-	PRID         string // the document's key, e.g. "acme/widgets#42"
-	Repo         string
-	PRNumber     int
-	TargetBranch string
-	SourceBranch string
-	Title        string
-	MergeSHA     string
-	ChangedPaths []string
-	Messages     []string // commit messages of the merged commits
-	MergedAt     time.Time
-}
-
-func (d Doc) fields() map[string]any {
+func fields(d Doc) map[string]any {
 	f := map[string]any{
 		FieldPRID:         d.PRID,
 		FieldRepo:         d.Repo,
@@ -111,14 +182,29 @@ func (d Doc) fields() map[string]any {
 		FieldTargetBranch: d.TargetBranch,
 		FieldSourceBranch: d.SourceBranch,
 		FieldTitle:        d.Title,
+		FieldRequestedBy:  d.RequestedBy,
 		FieldMergeSHA:     d.MergeSHA,
 		FieldChangedPaths: d.ChangedPaths,
+		FieldFiles:        files(d.ChangedPaths),
 		FieldMessages:     d.Messages,
 	}
 	if !d.MergedAt.IsZero() {
 		f[FieldMergedAt] = d.MergedAt.UTC()
 	}
 	return f
+}
+
+// files lists each changed path and, for a path in a directory, its file
+// name: what the files field holds, each kept whole.
+func files(paths []string) []string {
+	out := make([]string, 0, 2*len(paths))
+	for _, p := range paths {
+		out = append(out, p)
+		if i := strings.LastIndexByte(p, '/'); i >= 0 && i < len(p)-1 {
+			out = append(out, p[i+1:])
+		}
+	}
+	return out
 }
 
 // Upsert indexes docs, each replacing the document with its PR id if there
@@ -128,21 +214,23 @@ func (x *Index) Upsert(ctx context.Context, docs ...Doc) error {
 	if len(docs) == 0 {
 		return nil
 	}
-	b := x.idx.NewBatch()
-	for i, d := range docs {
-		if d.PRID == "" {
-			return fmt.Errorf("upsert: document %d has no pr id", i)
+	return x.use(func(idx bleve.Index) error {
+		b := idx.NewBatch()
+		for i, d := range docs {
+			if d.PRID == "" {
+				return fmt.Errorf("upsert: document %d has no pr id", i)
+			}
+			if err := b.Index(d.PRID, fields(d)); err != nil {
+				return fmt.Errorf("upsert %s: %w", d.PRID, err)
+			}
 		}
-		if err := b.Index(d.PRID, d.fields()); err != nil {
-			return fmt.Errorf("upsert %s: %w", d.PRID, err)
+		// bleve's Batch takes no context: the last moment to give up.
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("upsert %d documents: %w", len(docs), err)
 		}
-	}
-	// bleve's Batch takes no context: the last moment to give up.
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("upsert %d documents: %w", len(docs), err)
-	}
-	if err := x.idx.Batch(b); err != nil {
-		return fmt.Errorf("upsert %d documents: %w", len(docs), err)
-	}
-	return nil
+		if err := idx.Batch(b); err != nil {
+			return fmt.Errorf("upsert %d documents: %w", len(docs), err)
+		}
+		return nil
+	})
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/services/indexer"
 )
 
 const sha1 = "0123456789abcdef0123456789abcdef01234567"
@@ -20,6 +22,7 @@ func widgets42() Doc {
 		TargetBranch: "main",
 		SourceBranch: "fix/token",
 		Title:        "Fix the token refresh",
+		RequestedBy:  "alice",
 		MergeSHA:     sha1,
 		ChangedPaths: []string{"internal/auth/token.go", "README.md"},
 		Messages:     []string{"Handle expired tokens\n\nPrsaga-PR: acme/widgets#42"},
@@ -35,6 +38,7 @@ func gadgets7() Doc {
 		TargetBranch: "release/1.x",
 		SourceBranch: "feature/page",
 		Title:        "Add widgets page",
+		RequestedBy:  "bob",
 		MergeSHA:     "89abcdef0123456789abcdef0123456789abcdef",
 		ChangedPaths: []string{"web/pages/widgets.tsx"},
 		Messages:     []string{"Add a page listing widgets"},
@@ -78,7 +82,7 @@ func count(t *testing.T, x *Index) uint64 {
 // ids runs q and returns the PR ids of its hits.
 func ids(t *testing.T, x *Index, q string) []string {
 	t.Helper()
-	res, err := x.Search(t.Context(), q, 10)
+	res, err := x.Search(t.Context(), Query{Text: q, Limit: 10})
 	if err != nil {
 		t.Fatalf("Search(%q): %v", q, err)
 	}
@@ -101,7 +105,7 @@ func TestUpsertReplacesByPRID(t *testing.T) {
 	if n := count(t, x); n != 1 {
 		t.Fatalf("Count after upserting one PR twice = %d, want 1", n)
 	}
-	res, err := x.Search(t.Context(), "title:rotate", 10)
+	res, err := x.Search(t.Context(), Query{Text: "title:rotate", Limit: 10})
 	if err != nil || len(res.Hits) != 1 {
 		t.Fatalf("Search(title:rotate) = %+v, %v; want the PR", res, err)
 	}
@@ -251,7 +255,7 @@ func TestConcurrentUse(t *testing.T) {
 				if err := x.Upsert(context.Background(), d); err != nil {
 					errs <- err
 				}
-				if _, err := x.Search(context.Background(), "token", 5); err != nil {
+				if _, err := x.Search(context.Background(), Query{Text: "token", Limit: 5}); err != nil {
 					errs <- err
 				}
 			}
@@ -264,5 +268,76 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	if n := count(t, x); n != writers*perWriter {
 		t.Errorf("Count = %d, want %d", n, writers*perWriter)
+	}
+}
+
+func TestReopen(t *testing.T) {
+	x, dir := openTemp(t)
+	upsert(t, x, widgets42())
+	if err := x.Reopen(); err != nil {
+		t.Fatalf("Reopen: %v", err)
+	}
+	if err := x.Ready(); err != nil {
+		t.Errorf("Ready after Reopen = %v", err)
+	}
+	upsert(t, x, gadgets7())
+	if n := count(t, x); n != 2 {
+		t.Errorf("Count after Reopen = %d, want 2", n)
+	}
+
+	// Another opener takes the index while this handle is reopening: the
+	// reopen fails, and the index stays closed until a reopen succeeds.
+	x.mu.Lock() // hold off Reopen's own open until the other has the lock
+	_ = x.idx.Close()
+	x.idx = nil
+	x.mu.Unlock()
+	other, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatalf("Open by another: %v", err)
+	}
+	x.lockTimeout = 100 * time.Millisecond
+	if err := x.Reopen(); !errors.Is(err, ErrLocked) {
+		t.Errorf("Reopen while another holds the index = %v, want ErrLocked", err)
+	}
+	if err := x.Ready(); !errors.Is(err, ErrNotOpen) || !errors.Is(err, ErrLocked) {
+		t.Errorf("Ready = %v, want ErrNotOpen saying ErrLocked", err)
+	}
+	if err := x.Upsert(t.Context(), widgets42()); !errors.Is(err, ErrNotOpen) {
+		t.Errorf("Upsert while not open = %v, want ErrNotOpen", err)
+	}
+	if _, err := x.Search(t.Context(), Query{Text: "token"}); !errors.Is(err, ErrNotOpen) {
+		t.Errorf("Search while not open = %v, want ErrNotOpen", err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Reopen(); err != nil {
+		t.Fatalf("Reopen after the other closed: %v", err)
+	}
+	if n := count(t, x); n != 2 {
+		t.Errorf("Count after the second Reopen = %d, want 2", n)
+	}
+}
+
+func TestClosedIndex(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "index")
+	x, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+	for name, err := range map[string]error{
+		"Upsert": x.Upsert(t.Context(), widgets42()),
+		"Reopen": x.Reopen(),
+		"Ready":  x.Ready(),
+	} {
+		if !errors.Is(err, indexer.ErrClosed) {
+			t.Errorf("%s after Close = %v, want indexer.ErrClosed", name, err)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/regexp"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/single"
 	"github.com/blevesearch/bleve/v2/mapping"
 )
 
@@ -19,8 +20,10 @@ const (
 	FieldTargetBranch = "target_branch"
 	FieldSourceBranch = "source_branch"
 	FieldTitle        = "title"
+	FieldRequestedBy  = "requested_by"
 	FieldMergeSHA     = "merge_sha"
 	FieldChangedPaths = "changed_paths"
+	FieldFiles        = "files"
 	FieldMessages     = "messages"
 	FieldMergedAt     = "merged_at"
 )
@@ -30,12 +33,17 @@ const (
 // "token" or "go" (the standard analyzer would keep "token.go" whole).
 const pathAnalyzer = "path"
 
+// fileAnalyzer keeps a path or file name whole, lower-cased, so that
+// "files:docs/flags.md" or a bare "flags.md" finds the PR that changed it.
+const fileAnalyzer = "file"
+
 // newMapping is the mapping of a new index. Only the fields below are
 // indexed (no dynamic fields). Keyword fields hold one exact, case-sensitive
 // term (so "repo:acme/widgets" matches the repo acme/widgets and nothing
 // else); text fields are analysed into lower-case words. Every field is also
 // part of the default field, so a query without a field name searches them
-// all.
+// all. The fields a hit shows are stored; title, changed_paths and messages
+// also keep term vectors, for highlights.
 func newMapping() (*mapping.IndexMappingImpl, error) {
 	m := bleve.NewIndexMapping()
 	m.DefaultAnalyzer = standard.Name
@@ -53,6 +61,13 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 		return nil, fmt.Errorf("path analyzer: %w", err)
 	}
 
+	if err := m.AddCustomAnalyzer(fileAnalyzer, map[string]any{
+		"type":          custom.Name,
+		"tokenizer":     single.Name,
+		"token_filters": []string{lowercase.Name},
+	}); err != nil {
+		return nil, fmt.Errorf("file analyzer: %w", err)
+	}
 	keyword := func(store bool) *mapping.FieldMapping {
 		f := bleve.NewKeywordFieldMapping()
 		f.Store = store
@@ -67,18 +82,20 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 	number := bleve.NewNumericFieldMapping()
 	number.Store = false
 	mergedAt := bleve.NewDateTimeFieldMapping()
-	mergedAt.Store = false
+	mergedAt.Store = true
 
 	d := bleve.NewDocumentStaticMapping()
 	d.AddFieldMappingsAt(FieldPRID, keyword(false)) // the document id holds it too
 	d.AddFieldMappingsAt(FieldRepo, keyword(true))
 	d.AddFieldMappingsAt(FieldPRNumber, number)
-	d.AddFieldMappingsAt(FieldTargetBranch, keyword(false))
+	d.AddFieldMappingsAt(FieldTargetBranch, keyword(true))
 	d.AddFieldMappingsAt(FieldSourceBranch, keyword(false))
 	d.AddFieldMappingsAt(FieldMergeSHA, keyword(true))
+	d.AddFieldMappingsAt(FieldRequestedBy, keyword(true))
 	d.AddFieldMappingsAt(FieldTitle, text(standard.Name, true))
-	d.AddFieldMappingsAt(FieldChangedPaths, text(pathAnalyzer, false))
-	d.AddFieldMappingsAt(FieldMessages, text(standard.Name, false))
+	d.AddFieldMappingsAt(FieldChangedPaths, text(pathAnalyzer, true))
+	d.AddFieldMappingsAt(FieldFiles, text(fileAnalyzer, false))
+	d.AddFieldMappingsAt(FieldMessages, text(standard.Name, true))
 	d.AddFieldMappingsAt(FieldMergedAt, mergedAt)
 	m.DefaultMapping = d
 	if err := m.Validate(); err != nil {

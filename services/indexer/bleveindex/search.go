@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/highlight/highlighter/html"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/blevesearch/bleve/v2/search/searcher"
 	vellumregexp "github.com/blevesearch/vellum/regexp"
+
+	"github.com/prsaga/prsaga/contracts"
 )
 
 // Limits of Search.
@@ -19,7 +23,8 @@ const (
 )
 
 // ErrBadQuery is matched (errors.Is) when a search query is empty, too long
-// or not valid query-string syntax: the caller's mistake (HTTP 400).
+// or not valid query-string syntax, or its repo is not a valid repository
+// id: the caller's mistake (HTTP 400).
 var ErrBadQuery = errors.New("bad search query")
 
 // Result is one page of search results, best first.
@@ -30,36 +35,64 @@ type Result struct {
 
 // Hit is one matching merged PR.
 type Hit struct {
-	PRID     string
-	Repo     string
-	Title    string
-	MergeSHA string
-	Score    float64
+	PRID         string
+	Repo         string
+	Title        string
+	TargetBranch string
+	RequestedBy  string
+	MergeSHA     string
+	MergedAt     time.Time // zero if unknown
+	Score        float64
+	// Highlights are fragments of the matching text fields (title,
+	// changed_paths, messages) by field, HTML-escaped, the matched terms
+	// wrapped in <mark></mark>. Empty when only other fields matched.
+	Highlights map[string][]string
 }
 
-// Search runs q, in bleve's query-string syntax, and returns at most limit
-// hits (0 means DefaultLimit; capped at MaxLimit). The syntax:
+// Query is one search.
+type Query struct {
+	// Text is in bleve's query-string syntax (see Search). It may be empty
+	// when Repo is set: then every PR of the repository matches, newest
+	// merge first.
+	Text string
+	// Repo, when set, keeps only the PRs of that repository ("owner/name",
+	// matched exactly): a term on the repo keyword, required in conjunction
+	// with Text.
+	Repo string
+	// Limit bounds the hits: 0 means DefaultLimit; capped at MaxLimit.
+	Limit int
+}
+
+// highlighted are the fields whose matches a hit shows.
+var highlighted = []string{FieldTitle, FieldChangedPaths, FieldMessages}
+
+// Search runs q and returns its hits, best first. The syntax of q.Text:
 //
 //	token merge          either word, in any field (title, paths, messages, ...)
 //	+token +merge        both words
 //	title:token          a word of the title (also messages:, changed_paths:)
 //	changed_paths:auth   a path component: internal/auth/token.go has auth, token, go
+//	token.go             a changed file's name, whole (also files:token.go)
+//	files:internal/auth/token.go   a changed path, whole
 //	repo:acme/widgets    an exact repo; a slash needs no quoting, but the value
 //	                     is case-sensitive and must not start and end with "/"
 //	                     (that is a regexp); repo:"acme/widgets" works too
-//	target_branch:main   likewise for target_branch, source_branch, merge_sha, pr_id
+//	target_branch:main   likewise for target_branch, source_branch, merge_sha,
+//	                     pr_id, requested_by
 //	pr_id:acme/widgets#42   an exact PR
 //	"fix the token"      a phrase
 //	-title:wip           excludes
 //	pr_number:>=40       a number range
 //	merged_at:>"2025-01-01T00:00:00Z"  a date range (RFC 3339, quoted)
 //
-// A ':', '+', '-', '"' or space inside a keyword value needs a backslash or quotes.
-func (x *Index) Search(ctx context.Context, q string, limit int) (Result, error) {
-	qq, err := parseQuery(q)
+// A ':', '+', '-', '"' or space inside a keyword value needs a backslash or
+// quotes. Errors matching ErrBadQuery are the caller's mistake.
+func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
+	qq, err := buildQuery(q)
 	if err != nil {
 		return Result{}, err
 	}
+	limit := q.Limit
 	switch {
 	case limit <= 0:
 		limit = DefaultLimit
@@ -67,22 +100,74 @@ func (x *Index) Search(ctx context.Context, q string, limit int) (Result, error)
 		limit = MaxLimit
 	}
 	req := bleve.NewSearchRequestOptions(qq, limit, 0, false)
-	req.Fields = []string{FieldRepo, FieldTitle, FieldMergeSHA}
-	res, err := x.idx.SearchInContext(ctx, req)
+	req.Fields = []string{FieldRepo, FieldTitle, FieldTargetBranch, FieldRequestedBy, FieldMergeSHA, FieldMergedAt}
+	if q.Text == "" {
+		req.SortBy([]string{"-" + FieldMergedAt, "_id"})
+	} else {
+		req.Highlight = bleve.NewHighlightWithStyle(html.Name)
+		req.Highlight.Fields = highlighted
+	}
+	var res *bleve.SearchResult
+	err = x.use(func(idx bleve.Index) error {
+		var err error
+		if res, err = idx.SearchInContext(ctx, req); err != nil {
+			return fmt.Errorf("search: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return Result{}, fmt.Errorf("search: %w", err)
+		return Result{}, err
 	}
 	out := Result{Total: res.Total, Hits: make([]Hit, 0, len(res.Hits))}
 	for _, h := range res.Hits {
-		out.Hits = append(out.Hits, Hit{
-			PRID:     h.ID,
-			Repo:     str(h.Fields[FieldRepo]),
-			Title:    str(h.Fields[FieldTitle]),
-			MergeSHA: str(h.Fields[FieldMergeSHA]),
-			Score:    h.Score,
-		})
+		hit := Hit{
+			PRID:         h.ID,
+			Repo:         str(h.Fields[FieldRepo]),
+			Title:        str(h.Fields[FieldTitle]),
+			TargetBranch: str(h.Fields[FieldTargetBranch]),
+			RequestedBy:  str(h.Fields[FieldRequestedBy]),
+			MergeSHA:     str(h.Fields[FieldMergeSHA]),
+			Score:        h.Score,
+			Highlights:   map[string][]string{},
+		}
+		if t, err := time.Parse(time.RFC3339Nano, str(h.Fields[FieldMergedAt])); err == nil {
+			hit.MergedAt = t.UTC()
+		}
+		for f, frags := range h.Fragments {
+			if len(frags) > 0 {
+				hit.Highlights[f] = frags
+			}
+		}
+		out.Hits = append(out.Hits, hit)
 	}
 	return out, nil
+}
+
+// buildQuery checks q and makes the bleve query: the parsed text, and a
+// term on the repo keyword when a repo is given.
+func buildQuery(q Query) (query.Query, error) {
+	if q.Repo != "" {
+		if err := contracts.ValidateRepo(q.Repo); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadQuery, err)
+		}
+	}
+	var repo query.Query
+	if q.Repo != "" {
+		t := bleve.NewTermQuery(q.Repo)
+		t.SetField(FieldRepo)
+		repo = t
+	}
+	if q.Text == "" && repo != nil {
+		return repo, nil
+	}
+	text, err := parseQuery(q.Text)
+	if err != nil {
+		return nil, err
+	}
+	if repo == nil {
+		return text, nil
+	}
+	return bleve.NewConjunctionQuery(text, repo), nil
 }
 
 // parseQuery parses and checks q up front, so that a syntax error is told

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSearch(t *testing.T) {
@@ -31,6 +32,10 @@ func TestSearch(t *testing.T) {
 		{"changed_paths:token", []string{w}},               // a file name without extension
 		{"changed_paths:widgets", []string{g}},             // "web/pages/widgets.tsx"
 		{"auth", []string{w}},                              // paths are in the default field too
+		{"token.go", []string{w}},                          // a file name, whole
+		{"files:README.md", []string{w}},                   // ... case-insensitively
+		{"files:internal/auth/token.go", []string{w}},      // a path, whole
+		{"files:auth", nil},                                // ... not in parts
 		{"messages:expired", []string{w}},                  // commit messages
 		{"target_branch:release/1.x", []string{g}},         // branch keywords
 		{"pr_id:acme/widgets#42", []string{w}},             // an exact PR
@@ -52,7 +57,7 @@ func TestSearch(t *testing.T) {
 		}
 	}
 
-	res, err := x.Search(t.Context(), "repo:acme/widgets", 10)
+	res, err := x.Search(t.Context(), Query{Text: "repo:acme/widgets", Limit: 10})
 	if err != nil || len(res.Hits) != 1 || res.Total != 1 {
 		t.Fatalf("Search(repo:acme/widgets) = %+v, %v; want one hit", res, err)
 	}
@@ -72,11 +77,11 @@ func TestSearchLimit(t *testing.T) {
 		docs = append(docs, d)
 	}
 	upsert(t, x, docs...)
-	res, err := x.Search(t.Context(), "token", 2)
+	res, err := x.Search(t.Context(), Query{Text: "token", Limit: 2})
 	if err != nil || len(res.Hits) != 2 || res.Total != 5 {
 		t.Errorf("Search with limit 2 = %d hits of %d, %v; want 2 of 5", len(res.Hits), res.Total, err)
 	}
-	res, err = x.Search(t.Context(), "token", 0)
+	res, err = x.Search(t.Context(), Query{Text: "token", Limit: 0})
 	if err != nil || len(res.Hits) != 5 {
 		t.Errorf("Search with limit 0 = %d hits, %v; want all 5 (default limit)", len(res.Hits), err)
 	}
@@ -98,14 +103,105 @@ func TestSearchBadQuery(t *testing.T) {
 		"title:/a\\b/", // one the index cannot run
 		"refresh~3",    // fuzziness beyond bleve's maximum
 	} {
-		res, err := x.Search(t.Context(), q, 10)
+		res, err := x.Search(t.Context(), Query{Text: q, Limit: 10})
 		if !errors.Is(err, ErrBadQuery) {
 			t.Errorf("Search(%q) = %+v, %v; want ErrBadQuery", q, res, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := x.Search(ctx, "token", 10); err == nil || errors.Is(err, ErrBadQuery) {
+	if _, err := x.Search(ctx, Query{Text: "token", Limit: 10}); err == nil || errors.Is(err, ErrBadQuery) {
 		t.Errorf("Search with a cancelled context = %v, want an error that is not ErrBadQuery", err)
+	}
+}
+
+func TestSearchHitFieldsAndHighlights(t *testing.T) {
+	x, _ := openTemp(t)
+	upsert(t, x, widgets42(), gadgets7())
+	d := widgets42()
+	for _, tc := range []struct {
+		q     string
+		field string // the field whose fragment marks the match
+		mark  string
+	}{
+		{"title:refresh", FieldTitle, "<mark>refresh</mark>"},
+		{"refresh", FieldTitle, "<mark>refresh</mark>"}, // the default field
+		{"changed_paths:auth", FieldChangedPaths, "internal/<mark>auth</mark>/token.go"},
+		{"messages:expired", FieldMessages, "Handle <mark>expired</mark> tokens"},
+	} {
+		res, err := x.Search(t.Context(), Query{Text: tc.q})
+		if err != nil || len(res.Hits) != 1 {
+			t.Fatalf("Search(%q) = %+v, %v; want one hit", tc.q, res, err)
+		}
+		h := res.Hits[0]
+		if h.PRID != d.PRID || h.Repo != d.Repo || h.Title != d.Title || h.TargetBranch != d.TargetBranch ||
+			h.RequestedBy != d.RequestedBy || h.MergeSHA != d.MergeSHA || !h.MergedAt.Equal(d.MergedAt) {
+			t.Errorf("Search(%q) hit = %+v; want the fields of %+v", tc.q, h, d)
+		}
+		frags := h.Highlights[tc.field]
+		if len(frags) == 0 || !strings.Contains(frags[0], tc.mark) {
+			t.Errorf("Search(%q) highlights = %q; want %s to contain %q", tc.q, h.Highlights, tc.field, tc.mark)
+		}
+	}
+	// Highlights are HTML-escaped: a title is text, never markup.
+	evil := gadgets7()
+	evil.Title = `<script>alert("page")</script>`
+	upsert(t, x, evil)
+	res, err := x.Search(t.Context(), Query{Text: "title:alert"})
+	if err != nil || len(res.Hits) != 1 {
+		t.Fatalf("Search(title:alert) = %+v, %v", res, err)
+	}
+	if f := res.Hits[0].Highlights[FieldTitle]; len(f) == 0 || strings.Contains(f[0], "<script>") || !strings.Contains(f[0], "&lt;script&gt;") {
+		t.Errorf("highlight of a title with markup = %q; want it escaped", f)
+	}
+	// A match in a field without highlights answers an empty map.
+	res, _ = x.Search(t.Context(), Query{Text: "requested_by:alice"})
+	if len(res.Hits) != 1 || res.Hits[0].PRID != d.PRID || res.Hits[0].Highlights == nil {
+		t.Errorf("Search(requested_by:alice) = %+v; want %s with a non-nil highlights map", res.Hits, d.PRID)
+	}
+}
+
+func TestSearchRepoFilter(t *testing.T) {
+	x, _ := openTemp(t)
+	older := widgets42()
+	older.PRID, older.PRNumber, older.Title = "acme/widgets#41", 41, "Add a widgets page"
+	older.MergedAt = older.MergedAt.Add(-time.Hour)
+	upsert(t, x, widgets42(), gadgets7(), older)
+	for _, tc := range []struct {
+		q    Query
+		want []string // in this order when ordered
+	}{
+		{Query{Text: "widgets"}, nil}, // sanity: without the filter all three
+		{Query{Text: "widgets", Repo: "acme/gadgets"}, []string{"acme/gadgets#7"}},
+		{Query{Text: "page", Repo: "acme/widgets"}, []string{"acme/widgets#41"}},
+		{Query{Text: "title:page", Repo: "acme/nothing"}, []string{}},
+		{Query{Repo: "acme/widgets"}, []string{"acme/widgets#42", "acme/widgets#41"}}, // newest merge first
+		{Query{Repo: "Acme/Widgets"}, []string{}},                                     // exact, case-sensitive
+	} {
+		res, err := x.Search(t.Context(), tc.q)
+		if err != nil {
+			t.Fatalf("Search(%+v): %v", tc.q, err)
+		}
+		var got []string
+		for _, h := range res.Hits {
+			got = append(got, h.PRID)
+		}
+		if tc.want == nil {
+			if len(got) != 3 {
+				t.Errorf("Search(%+v) = %v; want all 3", tc.q, got)
+			}
+			continue
+		}
+		if tc.q.Text != "" {
+			slices.Sort(got)
+		}
+		if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			t.Errorf("Search(%+v) = %v; want %v", tc.q, got, tc.want)
+		}
+	}
+	for _, q := range []Query{{}, {Repo: "../etc"}, {Text: "page", Repo: "acme"}} {
+		if _, err := x.Search(t.Context(), q); !errors.Is(err, ErrBadQuery) {
+			t.Errorf("Search(%+v) = %v; want ErrBadQuery", q, err)
+		}
 	}
 }

@@ -1,57 +1,112 @@
-// Package server assembles the indexer: its search index, its consumer and
-// its search route.
+// Package server assembles the indexer: its search index, the commit
+// history reader, its consumer and its search route.
 package server
 
 import (
 	"errors"
-	"net/http"
-	"strconv"
+	"log/slog"
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/indexer"
 	"github.com/prsaga/prsaga/services/indexer/bleveindex"
+	"github.com/prsaga/prsaga/services/indexer/gitlog"
 )
 
 // Options of the indexer.
 type Options struct {
-	DB       *psqlite.DB
+	// DB is the indexer's own database (inbox and outbox only).
+	DB *psqlite.DB
+	// IndexDir holds the bleve index; created if missing.
 	IndexDir string
-	// LockTimeout bounds the wait for the index's single-writer lock.
+	// ReposDir holds the bare repositories, <ReposDir>/<owner>/<name>.git,
+	// read for the commit messages of each merge. Empty: PRs are indexed
+	// without commit messages.
+	ReposDir string
+	// LockTimeout bounds the wait for the index's single-writer lock, at
+	// start and when the index is reopened after a failed write; default 5s.
 	LockTimeout time.Duration
-	Now         func() time.Time
+	// WriteAttempts bounds the index writes of one event before it is
+	// answered step_failed(INDEXING, index_error); default 3.
+	WriteAttempts int
+	// Now is the clock of emitted events; default time.Now.
+	Now func() time.Time
+	// Log receives the HTTP route's internal errors; default discards.
+	// (Event handling logs through the runner's per-event logger.)
+	Log *slog.Logger
 }
 
-// Server is the assembled indexer.
+// Validate reports every problem of the options at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.DB == nil {
+		errs = append(errs, errors.New("indexer: DB is required"))
+	}
+	if o.IndexDir == "" {
+		errs = append(errs, errors.New("indexer: IndexDir is required"))
+	}
+	if o.LockTimeout < 0 {
+		errs = append(errs, errors.New("indexer: LockTimeout is negative"))
+	}
+	if o.WriteAttempts < 0 {
+		errs = append(errs, errors.New("indexer: WriteAttempts is negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Server is the assembled indexer. Safe for concurrent use.
 type Server struct {
 	db  *psqlite.DB
 	idx *bleveindex.Index
 	x   *indexer.Indexer
+	log *slog.Logger
 }
 
-// New opens (or creates) the index. It fails when another process holds it.
+// New opens (or creates) the index. It fails when another process holds
+// the index for longer than LockTimeout (bleve allows one writer: DESIGN §9).
 func New(opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	if opts.LockTimeout == 0 {
-		opts.LockTimeout = 5 * time.Second
+		opts.LockTimeout = bleveindex.DefaultLockTimeout
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	x := &indexer.Indexer{Attempts: opts.WriteAttempts, Now: opts.Now}
+	if opts.ReposDir != "" {
+		r, err := gitlog.New(opts.ReposDir)
+		if err != nil {
+			return nil, err
+		}
+		x.History = r
 	}
 	idx, err := bleveindex.Open(opts.IndexDir, opts.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{db: opts.DB, idx: idx, x: &indexer.Indexer{Index: idx, Now: opts.Now}}, nil
+	x.Index = idx
+	return &Server{db: opts.DB, idx: idx, x: x, log: opts.Log}, nil
 }
 
-// Close closes the index.
+// Close closes the index. Stop the service (its consumer) first: an event
+// handled after Close is redelivered, not failed.
 func (s *Server) Close() error { return s.idx.Close() }
 
-// Spec is the indexer's consumer.
+// Ready reports whether the index is open and answers searches (for
+// /readyz): nil, or why not — e.g. a reopen after a failed write could not
+// take the index's lock.
+func (s *Server) Ready() error { return s.idx.Ready() }
+
+// Spec is the indexer's consumer: a step consumer of notified events (it
+// gives up after MaxDeliver with retries_exhausted at INDEXING).
 func (s *Server) Spec() service.Spec {
 	return service.Spec{
 		Name: contracts.ServiceIndexer,
@@ -62,33 +117,4 @@ func (s *Server) Spec() service.Spec {
 			Handle: s.x.OnNotified,
 		}},
 	}
-}
-
-// Routes adds GET /api/v1/search?q=&limit=.
-func (s *Server) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/v1/search", func(w http.ResponseWriter, r *http.Request) {
-		limit := 0
-		if l := r.URL.Query().Get("limit"); l != "" {
-			n, err := strconv.Atoi(l)
-			if err != nil || n < 1 {
-				httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "limit %q is not a positive integer", l))
-				return
-			}
-			limit = n
-		}
-		res, err := s.idx.Search(r.Context(), r.URL.Query().Get("q"), limit)
-		if errors.Is(err, bleveindex.ErrBadQuery) {
-			httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "%s", err))
-			return
-		}
-		if err != nil {
-			httpx.WriteError(w, err)
-			return
-		}
-		hits := make([]map[string]any, 0, len(res.Hits))
-		for _, h := range res.Hits {
-			hits = append(hits, map[string]any{"pr_id": h.PRID, "repo": h.Repo, "title": h.Title, "merge_sha": h.MergeSHA, "score": h.Score})
-		}
-		httpx.WriteJSON(w, http.StatusOK, map[string]any{"total": res.Total, "hits": hits})
-	})
 }

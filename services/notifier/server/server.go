@@ -3,8 +3,9 @@
 package server
 
 import (
-	"net/http"
-	"net/url"
+	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -22,24 +23,69 @@ var Migrations = nsqlite.Migrations
 
 // Options of the notifier.
 type Options struct {
-	DB             *psqlite.DB
-	AllowPrivate   bool // PRSAGA_WEBHOOK_ALLOW_PRIVATE: tests and local demos only
+	// DB is the notifier's own database, opened with Migrations.
+	DB           *psqlite.DB
+	AllowPrivate bool // PRSAGA_WEBHOOK_ALLOW_PRIVATE: tests and local demos only
+	// OperatorTokens may replace watchers. Empty: open (loopback only).
 	OperatorTokens httpx.Tokens
-	Webhook        webhook.Config // timeouts, attempts, backoff; AllowPrivate is set from above
-	Now            func() time.Time
+	// Webhook tunes the sender: per-attempt timeout, attempts, backoff.
+	// Its AllowPrivate is set from the field above.
+	Webhook webhook.Config
+	// Parallel bounds the watchers of one event notified at once; 0 means
+	// notifier.DefaultParallel.
+	Parallel int
+	// Now is the clock of emitted events; default time.Now.
+	Now func() time.Time
+	// Log receives the HTTP routes' internal errors; default discards.
+	// (Event handling logs through the runner's per-event logger.)
+	Log *slog.Logger
 }
 
-// Server is the assembled notifier.
+// Validate reports every problem of the options at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.DB == nil {
+		errs = append(errs, errors.New("notifier: DB is required"))
+	}
+	if o.Parallel < 0 {
+		errs = append(errs, fmt.Errorf("notifier: Parallel is %d (at least 1, or 0 for the default)", o.Parallel))
+	}
+	w := o.Webhook
+	w.AllowPrivate = o.AllowPrivate
+	if err := w.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("notifier: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// RetryBudget is the notify step's own retry budget (DESIGN §4): the
+// longest one merged event is worked on before it is answered, whatever the
+// number of watchers — Webhook.MaxAttempts × (the per-attempt timeout) plus
+// the backoff between attempts (webhook.Config.Budget). Watchers are
+// notified in parallel under one deadline of this length; one not delivered
+// by then counts as failed (step_failed webhook_failed, retryable). The
+// runner sends InProgress every AckWait/2 meanwhile, so this may exceed
+// AckWait. The step's timeout must exceed AckWait × MaxDeliver + the backoff
+// total + RetryBudget: check it at start.
+func (o Options) RetryBudget() time.Duration { return o.Webhook.Budget() }
+
+// Server is the assembled notifier. Safe for concurrent use.
 type Server struct {
 	opts  Options
 	store *nsqlite.Store
 	n     *notifier.Notifier
 }
 
-// New builds the notifier.
+// New checks opts and builds the notifier.
 func New(opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	opts.Webhook.AllowPrivate = opts.AllowPrivate
 	sender, err := webhook.NewSender(opts.Webhook)
@@ -47,10 +93,16 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	st := &nsqlite.Store{DB: opts.DB}
-	return &Server{opts: opts, store: st, n: &notifier.Notifier{Store: st, Sender: sender, Now: opts.Now}}, nil
+	return &Server{opts: opts, store: st, n: &notifier.Notifier{
+		Store: st, Sender: sender, Budget: opts.RetryBudget(), Parallel: opts.Parallel, Now: opts.Now,
+	}}, nil
 }
 
-// Spec is the notifier's consumer.
+// RetryBudget is Options.RetryBudget of the options the server runs with.
+func (s *Server) RetryBudget() time.Duration { return s.opts.RetryBudget() }
+
+// Spec is the notifier's consumer: a step consumer of merged events (it
+// gives up after MaxDeliver with retries_exhausted at NOTIFYING).
 func (s *Server) Spec() service.Spec {
 	return service.Spec{
 		Name: contracts.ServiceNotifier,
@@ -61,97 +113,4 @@ func (s *Server) Spec() service.Spec {
 			Handle: s.n.OnMerged,
 		}},
 	}
-}
-
-// watcherIn is one entry of PUT .../watchers.
-type watcherIn struct {
-	URL    string `json:"url"`
-	Secret string `json:"secret"`
-}
-
-// watcherOut shows a watcher without its secrets: id and host only.
-type watcherOut struct {
-	ID   string `json:"id"`
-	Host string `json:"host"`
-}
-
-// Routes adds PUT and GET /api/v1/repos/{owner}/{name}/watchers.
-func (s *Server) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("PUT /api/v1/repos/{owner}/{name}/watchers", s.opts.OperatorTokens.Require(s.putWatchers))
-	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/watchers", s.getWatchers)
-}
-
-func repoOf(r *http.Request) (string, error) {
-	repo := r.PathValue("owner") + "/" + r.PathValue("name")
-	if err := contracts.ValidateRepo(repo); err != nil {
-		return "", httpx.Errorf(http.StatusBadRequest, "%s", err)
-	}
-	return repo, nil
-}
-
-func (s *Server) putWatchers(w http.ResponseWriter, r *http.Request) {
-	repo, err := repoOf(r)
-	if err != nil {
-		httpx.WriteError(w, err)
-		return
-	}
-	var in []watcherIn
-	if err := httpx.DecodeJSON(w, r, &in); err != nil {
-		httpx.WriteError(w, err)
-		return
-	}
-	if len(in) > 100 {
-		httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "at most 100 watchers per repository, got %d", len(in)))
-		return
-	}
-	ws := make([]notifier.Watcher, 0, len(in))
-	seen := map[string]bool{}
-	for i, x := range in {
-		if err := webhook.ValidateURL(x.URL); err != nil {
-			httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: %s", i, err))
-			return
-		}
-		if len(x.Secret) < 8 || len(x.Secret) > 256 {
-			httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: secret must be 8 to 256 bytes", i))
-			return
-		}
-		id := nsqlite.WatcherID(repo, x.URL)
-		if seen[id] {
-			httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: the same URL is listed twice", i))
-			return
-		}
-		seen[id] = true
-		ws = append(ws, notifier.Watcher{ID: id, Repo: repo, URL: x.URL, Secret: x.Secret})
-	}
-	if err := s.store.ReplaceWatchers(r.Context(), repo, ws); err != nil {
-		httpx.WriteError(w, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, view(ws))
-}
-
-func (s *Server) getWatchers(w http.ResponseWriter, r *http.Request) {
-	repo, err := repoOf(r)
-	if err != nil {
-		httpx.WriteError(w, err)
-		return
-	}
-	ws, err := s.store.Watchers(r.Context(), repo)
-	if err != nil {
-		httpx.WriteError(w, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, view(ws))
-}
-
-func view(ws []notifier.Watcher) []watcherOut {
-	out := make([]watcherOut, 0, len(ws))
-	for _, w := range ws {
-		host := ""
-		if u, err := url.Parse(w.URL); err == nil {
-			host = u.Host
-		}
-		out = append(out, watcherOut{ID: w.ID, Host: host})
-	}
-	return out
 }

@@ -19,6 +19,14 @@ const (
 	DefaultUserAgent   = "prsaga-webhook/1"
 )
 
+// Caps on what a receiver's answer may make the Sender read: the status
+// line and headers (net/http refuses more), and the body, which is read
+// only to let the connection be reused and never beyond MaxResponseBody.
+const (
+	MaxResponseHeaderBytes = 64 << 10
+	MaxResponseBody        = 64 << 10
+)
+
 // DefaultBackoff is the wait before the second and the third attempt.
 var DefaultBackoff = []time.Duration{200 * time.Millisecond, time.Second}
 
@@ -33,10 +41,12 @@ type Config struct {
 	// Client sends the requests. Nil means a client with DefaultTimeout; a
 	// client with a zero Timeout gets DefaultTimeout too, so one hanging
 	// receiver cannot hold a delivery forever. The Sender uses a copy and
-	// never follows redirects. Unless AllowPrivate is set, the copy's
-	// transport is a clone of Client.Transport (which must then be nil or an
-	// *http.Transport) with its dialer replaced by the address guard and no
-	// proxy (through a proxy the guard would only see the proxy's address).
+	// never follows redirects. Its transport is a clone of Client.Transport
+	// (nil or an *http.Transport; any other RoundTripper is used as is,
+	// which needs AllowPrivate) capping the answer's headers at
+	// MaxResponseHeaderBytes; unless AllowPrivate is set, its dialer is
+	// replaced by the address guard and it uses no proxy (through a proxy
+	// the guard would only see the proxy's address).
 	Client *http.Client
 	// MaxAttempts bounds the requests of one Send; 0 means DefaultMaxAttempts.
 	MaxAttempts int
@@ -48,6 +58,31 @@ type Config struct {
 	AllowPrivate bool
 	// UserAgent is sent with every request; "" means DefaultUserAgent.
 	UserAgent string
+}
+
+// Budget is the longest one Send may take (receivers answering slowly or
+// not at all, every attempt retried): MaxAttempts × the client's per-attempt
+// timeout (which covers connecting, the request, and reading the capped
+// answer) plus the backoff waits between the attempts. Defaults apply as in
+// NewSender.
+func (c Config) Budget() time.Duration {
+	attempts := c.MaxAttempts
+	if attempts <= 0 {
+		attempts = DefaultMaxAttempts
+	}
+	timeout := DefaultTimeout
+	if c.Client != nil && c.Client.Timeout > 0 {
+		timeout = c.Client.Timeout
+	}
+	backoff := c.Backoff
+	if len(backoff) == 0 {
+		backoff = DefaultBackoff
+	}
+	b := time.Duration(attempts) * timeout
+	for i := 1; i < attempts; i++ {
+		b += backoff[min(i, len(backoff))-1]
+	}
+	return b
 }
 
 // Validate reports every invalid field, joined.
@@ -110,27 +145,40 @@ func NewSender(cfg Config) (*Sender, error) {
 		s.client = &c
 	}
 	// A redirect would re-send (or, for 301-303, drop) the signed body to
-	// another URL; a receiver that moved must be re-registered.
+	// another URL; a receiver that moved must be re-registered. Not
+	// following any redirect also means none can lead to a refused address.
 	s.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	if !cfg.AllowPrivate {
-		t, err := guardedTransport(s.client.Transport)
-		if err != nil {
-			return nil, err
-		}
+	t, err := ownTransport(s.client.Transport, !cfg.AllowPrivate)
+	if err != nil {
+		return nil, err
+	}
+	if t != nil {
 		s.client.Transport = t
 	}
 	return s, nil
 }
 
-func guardedTransport(rt http.RoundTripper) (*http.Transport, error) {
+// ownTransport clones rt (nil: http.DefaultTransport) with a cap on the
+// answer's headers and, when guard is set, a dialer that refuses
+// non-public addresses and no proxy (through a proxy the guard would only
+// see the proxy's address). A custom RoundTripper that is no
+// *http.Transport is kept as is (nil, nil) when no guard is needed.
+func ownTransport(rt http.RoundTripper, guard bool) (*http.Transport, error) {
 	base, ok := rt.(*http.Transport)
 	if rt == nil {
 		base, ok = http.DefaultTransport.(*http.Transport)
 	}
 	if !ok {
-		return nil, fmt.Errorf("webhook client transport is a %T: the address guard needs an *http.Transport", rt)
+		if guard {
+			return nil, fmt.Errorf("webhook client transport is a %T: the address guard needs an *http.Transport", rt)
+		}
+		return nil, nil
 	}
 	t := base.Clone()
+	t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
+	if !guard {
+		return t, nil
+	}
 	t.Proxy = nil
 	// Clear every hook that would dial around DialContext.
 	t.Dial, t.DialTLS, t.DialTLSContext = nil, nil, nil
@@ -187,8 +235,9 @@ func (s *Sender) attempt(ctx context.Context, rawURL, sig, deliveryID string, bo
 	}
 	defer func() {
 		// Drain a little so the connection can be reused; a receiver's
-		// answer is not read beyond that.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		// answer is not read beyond that (closing a body not read to its
+		// end drops the connection).
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBody))
 		_ = resp.Body.Close()
 	}()
 	code := resp.StatusCode

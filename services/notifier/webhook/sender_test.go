@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -358,3 +359,80 @@ func TestConfigValidate(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A receiver that answers 200 with an endless body (or a huge one) does not
+// keep the Sender reading: it stops after MaxResponseBody and the
+// delivery counts as done, well inside the client's timeout.
+func TestSendCapsTheAnswer(t *testing.T) {
+	var written atomic.Int64
+	rc := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		chunk := []byte(strings.Repeat("x", 32<<10))
+		for r.Context().Err() == nil {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+	const timeout = 5 * time.Second
+	s := newSender(t, Config{AllowPrivate: true, Client: &http.Client{Timeout: timeout}})
+	start := time.Now()
+	n, err := send(t, s, rc.url(), "d1")
+	if err != nil || n != 1 {
+		t.Fatalf("Send = %d, %v; want 1, nil", n, err)
+	}
+	if d := time.Since(start); d > timeout/2 {
+		t.Errorf("Send took %s reading an endless answer; want it to stop after %d bytes", d, MaxResponseBody)
+	}
+
+	// Headers beyond the cap fail the attempt (retried, then given up).
+	big := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		for i := range 40 {
+			w.Header().Set(fmt.Sprintf("X-Filler-%d", i), strings.Repeat("y", 4<<10))
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	if _, err := send(t, s, big.url(), "d1"); err == nil || !strings.Contains(err.Error(), "header") {
+		t.Errorf("Send to a receiver with %d KiB of headers = %v; want an error about the headers", 160, err)
+	}
+}
+
+func TestConfigBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want time.Duration
+	}{
+		{"defaults", Config{}, 3*DefaultTimeout + 200*time.Millisecond + time.Second},
+		{"explicit", Config{MaxAttempts: 4, Client: &http.Client{Timeout: 2 * time.Second}, Backoff: []time.Duration{time.Second, 5 * time.Second}},
+			4*2*time.Second + time.Second + 5*time.Second + 5*time.Second},
+		{"one attempt waits no backoff", Config{MaxAttempts: 1, Client: &http.Client{Timeout: time.Second}}, time.Second},
+		{"zero client timeout is the default", Config{MaxAttempts: 1, Client: &http.Client{}}, DefaultTimeout},
+	} {
+		if got := tc.cfg.Budget(); got != tc.want {
+			t.Errorf("%s: Budget() = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Budget really bounds Send against a receiver that never answers.
+func TestSendStaysInsideItsBudget(t *testing.T) {
+	release := make(chan struct{})
+	rc := newReceiver(t, func(_ int, _ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	cfg := Config{AllowPrivate: true, MaxAttempts: 3, Client: &http.Client{Timeout: 100 * time.Millisecond}, Backoff: []time.Duration{50 * time.Millisecond}}
+	start := time.Now()
+	if _, err := send(t, newSender(t, cfg), rc.url(), "d1"); err == nil {
+		t.Fatal("Send to a silent receiver succeeded")
+	}
+	if d := time.Since(start); d > cfg.Budget()+time.Second {
+		t.Errorf("Send took %s; its budget is %s", d, cfg.Budget())
+	}
+}

@@ -42,15 +42,21 @@ type harness struct {
 
 func startValidator(t *testing.T) *harness {
 	t.Helper()
+	return startValidatorWith(t, server.Options{})
+}
+
+// startValidatorWith starts the validator with opts, its DB, ReposDir and
+// tokens filled in.
+func startValidatorWith(t *testing.T, opts server.Options) *harness {
+	t.Helper()
 	ctx := context.Background()
 	_, b := natstest.Start(t, bus.Config{AckWait: 5 * time.Second})
 	db := sqlitetest.Open(t, server.Migrations)
 	reposDir := t.TempDir()
 	repo := gittest.NewBare(t, reposDir, "acme/widgets")
-	srv, err := server.New(server.Options{
-		DB: db, ReposDir: reposDir,
-		OperatorTokens: httpx.Tokens{"op-token"}, StatusTokens: httpx.Tokens{"ci-token"},
-	})
+	opts.DB, opts.ReposDir = db, reposDir
+	opts.OperatorTokens, opts.StatusTokens = httpx.Tokens{"op-token"}, httpx.Tokens{"ci-token"}
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +95,24 @@ func (h *harness) do(method, path, token, body string, want int) {
 	resp.Body.Close()
 	if resp.StatusCode != want {
 		h.t.Fatalf("%s %s = %d, want %d", method, path, resp.StatusCode, want)
+	}
+}
+
+// getJSON GETs path and compares the compact JSON answer with want.
+func (h *harness) getJSON(path, want string) {
+	h.t.Helper()
+	resp, err := h.http.Client().Get(h.http.URL + path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		h.t.Fatal(err)
+	}
+	got, _ := json.Marshal(v)
+	if resp.StatusCode != http.StatusOK || string(got) != want {
+		h.t.Errorf("GET %s = %d %s\nwant 200 %s", path, resp.StatusCode, got, want)
 	}
 }
 
@@ -228,6 +252,12 @@ func (w *watcher) answer(id string) contracts.Envelope {
 
 func (w *watcher) failed(id, code string) *contracts.StepFailed {
 	w.t.Helper()
+	return w.failedIn(id, id, code)
+}
+
+// failedIn is failed for a request of run (a replay's id is not its run's).
+func (w *watcher) failedIn(id, run, code string) *contracts.StepFailed {
+	w.t.Helper()
 	env := w.answer(id)
 	f, ok := env.Payload.(*contracts.StepFailed)
 	if !ok {
@@ -236,13 +266,19 @@ func (w *watcher) failed(id, code string) *contracts.StepFailed {
 	if f.Code != code || f.Step != contracts.StateValidating {
 		w.t.Fatalf("answer to %s: step_failed(%s, %s): %s; want (VALIDATING, %s)", id, f.Step, f.Code, f.Reason, code)
 	}
-	if env.Meta.CorrelationID != id {
-		w.t.Errorf("step_failed %s carries correlation id %s, want the request's %s", code, env.Meta.CorrelationID, id)
+	if env.Meta.CorrelationID != run {
+		w.t.Errorf("step_failed %s carries correlation id %s, want the request's %s", code, env.Meta.CorrelationID, run)
 	}
 	return f
 }
 
 func (w *watcher) validated(id string) *contracts.Validated {
+	w.t.Helper()
+	return w.validatedIn(id, id)
+}
+
+// validatedIn is validated for a request of run (a replay's id is not its run's).
+func (w *watcher) validatedIn(id, run string) *contracts.Validated {
 	w.t.Helper()
 	env := w.answer(id)
 	v, ok := env.Payload.(*contracts.Validated)
@@ -250,8 +286,8 @@ func (w *watcher) validated(id string) *contracts.Validated {
 		raw, _ := json.Marshal(env.Payload)
 		w.t.Fatalf("answer to %s is %s %s, want validated", id, env.Event.Type(), raw)
 	}
-	if env.Meta.CorrelationID != id || env.Meta.CausationID != id {
-		w.t.Errorf("validated: correlation %s, causation %s; want both %s", env.Meta.CorrelationID, env.Meta.CausationID, id)
+	if env.Meta.CorrelationID != run || env.Meta.CausationID != id {
+		w.t.Errorf("validated: correlation %s, causation %s; want %s, %s", env.Meta.CorrelationID, env.Meta.CausationID, run, id)
 	}
 	return v
 }

@@ -1,0 +1,183 @@
+package gitlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/services/indexer"
+)
+
+// Bounds of one Merged call.
+const (
+	// MaxMessages bounds the messages returned.
+	MaxMessages = 200
+	// MaxMessageBytes bounds one message (longer ones are cut).
+	MaxMessageBytes = 4 << 10
+	// MaxWalk bounds the commits read: a merge of a long-lived branch, or
+	// a base far behind, must not read the whole history.
+	MaxWalk = 5000
+)
+
+// objectCache bounds go-git's object cache of one call (its default is
+// 96 MiB per repository).
+const objectCache = 4 * cache.MiByte
+
+// Reader reads the repositories under one directory. It holds no open
+// repository, so it is safe for concurrent use.
+type Reader struct {
+	root string
+}
+
+var _ indexer.History = (*Reader)(nil)
+
+// New returns a reader of the repositories under reposDir. The directory
+// need not exist yet: until it does, every repository is missing.
+func New(reposDir string) (*Reader, error) {
+	abs, err := filepath.Abs(reposDir)
+	if err != nil {
+		return nil, fmt.Errorf("repos dir %q: %w", reposDir, err)
+	}
+	return &Reader{root: abs}, nil
+}
+
+// Merged returns the messages of the commits merge commit mergeSHA brought
+// into repo: those reachable from it but not from its first parent (the
+// target head it was made onto; for a squash or fast-forward that is the
+// commit itself), newest first, at most MaxMessages. A missing repository
+// or commit gives an error matching indexer.ErrNotFound.
+func (r *Reader) Merged(ctx context.Context, repo, mergeSHA string) (indexer.Merge, error) {
+	return r.MergedSince(ctx, repo, mergeSHA, "")
+}
+
+// MergedSince is Merged with an explicit base: the commits reachable from
+// mergeSHA but not from baseSHA ("" means the first parent). A fast-forward
+// needs it: its first parent is only the PR's previous commit.
+func (r *Reader) MergedSince(ctx context.Context, repo, mergeSHA, baseSHA string) (indexer.Merge, error) {
+	dir, err := r.path(repo)
+	if err != nil {
+		return indexer.Merge{}, err
+	}
+	if err := contracts.ValidateSHA("merge_sha", mergeSHA); err != nil {
+		return indexer.Merge{}, err
+	}
+	if baseSHA != "" {
+		if err := contracts.ValidateSHA("base_sha", baseSHA); err != nil {
+			return indexer.Merge{}, err
+		}
+	}
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCache))
+	defer st.Close()
+	tip, err := object.GetCommit(st, plumbing.NewHash(mergeSHA))
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return indexer.Merge{}, fmt.Errorf("commit %s of %s: %w", mergeSHA, repo, indexer.ErrNotFound)
+	}
+	if err != nil {
+		return indexer.Merge{}, fmt.Errorf("commit %s of %s: %w", mergeSHA, repo, err)
+	}
+	var bases []plumbing.Hash
+	switch {
+	case baseSHA != "":
+		bases = []plumbing.Hash{plumbing.NewHash(baseSHA)}
+	case len(tip.ParentHashes) > 0:
+		bases = tip.ParentHashes[:1]
+	}
+	w := &walk{ctx: ctx, st: st, limit: MaxWalk}
+	commits, truncated, err := w.only(tip, bases)
+	if err != nil {
+		return indexer.Merge{}, fmt.Errorf("history of %s in %s: %w", mergeSHA, repo, err)
+	}
+	m := indexer.Merge{CommittedAt: tip.Committer.When.UTC(), Truncated: truncated}
+	for _, c := range commits {
+		if len(m.Messages) == MaxMessages {
+			m.Truncated = true
+			break
+		}
+		m.Messages = append(m.Messages, cut(c.Message))
+	}
+	return m, nil
+}
+
+// path validates a repository id and maps it to its bare repository under
+// the root, refusing anything that would leave it — also through a
+// symbolic link. A missing repository matches indexer.ErrNotFound.
+func (r *Reader) path(repo string) (string, error) {
+	if err := contracts.ValidateRepo(repo); err != nil {
+		return "", err
+	}
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || !plainElem(owner) || !plainElem(name) {
+		return "", fmt.Errorf("repo %q is not owner/name", repo)
+	}
+	dir := filepath.Join(r.root, owner, name+".git")
+	if filepath.Dir(filepath.Dir(dir)) != r.root {
+		return "", fmt.Errorf("repo %q escapes the repos dir", repo)
+	}
+	root, err := filepath.EvalSymlinks(r.root)
+	if err != nil {
+		return "", fmt.Errorf("repository %s: %w (repos dir: %v)", repo, indexer.ErrNotFound, err)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("repository %s: %w", repo, indexer.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("repository %s: %w", repo, err)
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("repository %s resolves outside the repos dir", repo)
+	}
+	if !isBareRepo(real) {
+		return "", fmt.Errorf("repository %s: %w (no bare repository there)", repo, indexer.ErrNotFound)
+	}
+	return real, nil
+}
+
+// plainElem is one path element of [A-Za-z0-9._-], not "." and without "..".
+func plainElem(s string) bool {
+	if s == "" || s == "." || strings.Contains(s, "..") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// isBareRepo reports whether dir looks like a git directory the way git
+// decides it: HEAD, objects/ and refs/.
+func isBareRepo(dir string) bool {
+	head, err := os.Stat(filepath.Join(dir, "HEAD"))
+	if err != nil || head.IsDir() {
+		return false
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		fi, err := os.Stat(filepath.Join(dir, sub))
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// cut bounds a message to MaxMessageBytes of valid UTF-8.
+func cut(msg string) string {
+	msg = strings.TrimRight(msg, "\n")
+	if len(msg) > MaxMessageBytes {
+		msg = msg[:MaxMessageBytes]
+	}
+	return strings.ToValidUTF8(msg, "")
+}
