@@ -2,13 +2,19 @@
 // step, the merge itself, in bare repositories under the repos dir.
 //
 // go-git only fast-forwards, so the three-way merge is built here on go-git's
-// object model: a tree-level merge that takes whatever only one side changed
-// and reports every path both sides changed differently as a conflict. It
-// never guesses: where git's own merge (merge-ort) might reach a different
-// clean result — renames, a directory one side removed and the other adds to,
-// mode, symlink and submodule changes on both sides, unusual file modes,
-// criss-cross histories — it reports a conflict instead. Every clean tree it
-// writes is the tree `git merge-tree --write-tree <target> <head>` writes.
+// object model: a tree-level merge (treemerge.go) that takes whatever only
+// one side changed, merges the mode and the lines of a regular file both
+// sides changed as git does (filemerge.go: line diffs from sergi/go-diff,
+// xdiff's hunk merge ported in xmerge.go), and reports every other path
+// both sides changed differently as a conflict. It never guesses: where
+// git's own merge (merge-ort) might reach a different clean result —
+// renames, a directory one side removed and the other adds to, symlink and
+// submodule changes on both sides, unusual file modes, criss-cross
+// histories, line changes whose alignment a diff could choose differently
+// (anchors.go), binary files, merge attributes — it reports a conflict
+// instead. Every clean tree it writes is the tree `git merge-tree
+// --write-tree <target> <head>` writes; the differential tests hold it to
+// that against the git command.
 //
 // New objects are written (and fsynced) before the branch moves, and the
 // branch is moved with git's own lockfile protocol (refs/heads/<b>.lock,

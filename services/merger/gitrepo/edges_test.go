@@ -3,6 +3,8 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -74,6 +76,10 @@ func TestMergeEdgeCases(t *testing.T) {
 		sub3 = "3333333333333333333333333333333333333333"
 	)
 	long := strings.Repeat("a line of text\n", 20)
+	var numbered string // 20 different lines
+	for i := range 20 {
+		numbered += fmt.Sprintf("line %d\n", i)
+	}
 	base := map[string]file{"p": reg(long), "keep": reg("keep\n"), "d/x": reg("x\n" + long), "d/y": reg("y\n" + long)}
 	cases := []struct {
 		scenario
@@ -97,7 +103,22 @@ func TestMergeEdgeCases(t *testing.T) {
 		{scenario{"both delete, both add unrelated small files", base, with(base, map[string]file{"p": {}, "n1": reg("1\n")}),
 			with(base, map[string]file{"p": {}, "n2": reg("2\n")})}, "clean"},
 		{scenario{"mode on one side, content on the other", base, with(base, map[string]file{"keep": exe("keep\n")}),
-			with(base, map[string]file{"keep": reg("changed\n")})}, "conflict"},
+			with(base, map[string]file{"keep": reg("changed\n")})}, "clean"},
+		{scenario{"mode on one side, lines merged", with(base, map[string]file{"n": reg(numbered)}),
+			with(base, map[string]file{"n": exe("first\n" + numbered)}), with(base, map[string]file{"n": reg(numbered + "last\n")})}, "clean"},
+		{scenario{"mode changed on both sides alike, lines merged", with(base, map[string]file{"n": reg(numbered)}),
+			with(base, map[string]file{"n": exe("first\n" + numbered)}), with(base, map[string]file{"n": exe(numbered + "last\n")})}, "clean"},
+		{scenario{"changes separated only by repeated lines", base, with(base, map[string]file{"p": reg("first\n" + long)}),
+			with(base, map[string]file{"p": reg(long + "last\n")})}, "conflict"},
+		{scenario{"executable added on both sides with different contents", base, with(base, map[string]file{"n": exe("a\n")}),
+			with(base, map[string]file{"n": exe("b\n")})}, "git-conflict"},
+		{scenario{"symlink and file changed on both sides", with(base, map[string]file{"l": reg("x\n")}),
+			with(base, map[string]file{"l": link("x")}), with(base, map[string]file{"l": reg("y\n")})}, "git-conflict"},
+		{scenario{"binary file changed on both sides", with(base, map[string]file{"b": reg("a\x00\n1\n2\n3\n")}),
+			with(base, map[string]file{"b": reg("A\x00\n1\n2\n3\n")}), with(base, map[string]file{"b": reg("a\x00\n1\n2\n3!\n")})}, "git-conflict"},
+		{scenario{"NUL past the first 8000 bytes: text", with(base, map[string]file{"b": reg("a\n" + strings.Repeat("-", 8100) + "\x00\nz\n")}),
+			with(base, map[string]file{"b": reg("A\n" + strings.Repeat("-", 8100) + "\x00\nz\n")}),
+			with(base, map[string]file{"b": reg("a\n" + strings.Repeat("-", 8100) + "\x00\nZ\n")})}, "clean"},
 		{scenario{"mode on one side only", base, with(base, map[string]file{"keep": exe("keep\n")}), base}, "clean"},
 		{scenario{"same mode change on both sides", base, with(base, map[string]file{"keep": exe("keep\n")}),
 			with(base, map[string]file{"keep": exe("keep\n"), "t": reg("t\n")})}, "clean"},
@@ -143,4 +164,46 @@ func TestMergeEdgeCases(t *testing.T) {
 		}
 	}
 	f.fsck()
+}
+
+// TestLineMergeRespectsAttributes: a merge attribute can make git merge a
+// file otherwise (merge=binary, union, a driver), so no file is merged line
+// by line under any .gitattributes on its way, nor in a repository with
+// info/attributes — git itself reads the latter, and refuses this merge.
+func TestLineMergeRespectsAttributes(t *testing.T) {
+	var text string
+	for i := range 10 {
+		text += fmt.Sprintf("line %d\n", i)
+	}
+	ours := "first\n" + text
+	theirs := text + "last\n"
+	f := newFixture(t)
+	base := map[string]file{"d/n.txt": reg(text), "keep": reg("keep\n")}
+	outs := runScenarios(f, []scenario{
+		{"plain", base, with(base, map[string]file{"d/n.txt": reg(ours)}), with(base, map[string]file{"d/n.txt": reg(theirs)})},
+		{"gitattributes above it", with(base, map[string]file{".gitattributes": reg("*.txt text\n")}),
+			with(base, map[string]file{".gitattributes": reg("*.txt text\n"), "d/n.txt": reg(ours)}),
+			with(base, map[string]file{".gitattributes": reg("*.txt text\n"), "d/n.txt": reg(theirs)})},
+		{"gitattributes added beside it", base, with(base, map[string]file{"d/n.txt": reg(ours)}),
+			with(base, map[string]file{"d/.gitattributes": reg("*.txt text\n"), "d/n.txt": reg(theirs)})},
+	})
+	for i, want := range []bool{true, false, false} {
+		checkNeverWrong(t, fmt.Sprint(i), outs[i])
+		if clean := outs[i].tree != ""; clean != want || !outs[i].gitClean {
+			t.Errorf("case %d: clean %v (%v), want %v; git clean %v", i, clean, outs[i].conflict, want, outs[i].gitClean)
+		}
+	}
+
+	g := newFixture(t)
+	if err := os.MkdirAll(filepath.Join(g.bare, "info"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(g.bare, "info", "attributes"), []byte("* merge=binary\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	o := runScenarios(g, []scenario{{"info/attributes", base, with(base, map[string]file{"d/n.txt": reg(ours)}),
+		with(base, map[string]file{"d/n.txt": reg(theirs)})}})[0]
+	if o.conflict == nil || o.gitClean {
+		t.Errorf("with info/attributes: conflict %v, git clean %v; want both to conflict", o.conflict, o.gitClean)
+	}
 }

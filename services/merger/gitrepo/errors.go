@@ -27,7 +27,10 @@ var (
 	ErrConflict = errors.New("merge conflict")
 	// ErrTargetBusy: the target branch stayed locked by another writer, or
 	// kept moving, for the whole retry budget. Nothing was changed; trying
-	// again later is safe.
+	// again later is safe. When the lock stays, the error names the lock
+	// file: if no git process is running on the repository, a crash left it
+	// behind, and an operator must remove it (git itself refuses to write
+	// the branch until then, too).
 	ErrTargetBusy = errors.New("target branch busy")
 )
 

@@ -2,7 +2,6 @@ package gitrepo
 
 import (
 	"fmt"
-	"math"
 	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -89,32 +88,11 @@ func (r *Repo) findTrailerCommit(target plumbing.Hash, bases []*object.Commit, p
 // onto a target with merge base base folds in (`git log base..head`), oldest
 // first, at most maxSquashSubjects, plus how many more there were.
 func (r *Repo) squashedSubjects(head, base plumbing.Hash) ([]string, int, error) {
-	// Everything reachable from the base is excluded; stopping the walk
-	// from head at the base alone would not do, since head may reach older
-	// commits through other paths (a PR branch that merged main).
-	excluded := map[plumbing.Hash]bool{}
-	err := r.walk(base, func(plumbing.Hash) bool { return false }, math.MaxInt, func(c *object.Commit) bool {
-		excluded[c.Hash] = true
-		return false
-	})
+	commits, err := r.revList(head, base, maxSquashWalk)
 	if err != nil {
 		return nil, 0, fmt.Errorf("squashed commits: %w", err)
 	}
-	var commits []*object.Commit
-	err = r.walk(head, func(h plumbing.Hash) bool { return excluded[h] }, maxSquashWalk, func(c *object.Commit) bool {
-		if !excluded[c.Hash] {
-			commits = append(commits, c)
-		}
-		return false
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("squashed commits: %w", err)
-	}
-	// Oldest first; the walk found them newest first, which breaks ties.
-	for i, j := 0, len(commits)-1; i < j; i, j = i+1, j-1 {
-		commits[i], commits[j] = commits[j], commits[i]
-	}
-	sort.SliceStable(commits, func(i, j int) bool {
+	sort.SliceStable(commits, func(i, j int) bool { // oldest first
 		return commits[i].Committer.When.Before(commits[j].Committer.When)
 	})
 	var subjects []string

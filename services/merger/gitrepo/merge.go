@@ -46,6 +46,7 @@ func (r *Repo) Merge(req MergeRequest) (Result, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.session()()
 
 	var p *plan
 	var last error
@@ -61,7 +62,7 @@ func (r *Repo) Merge(req MergeRequest) (Result, error) {
 			}
 			call(r.hooks.beforeRefUpdate)
 		}
-		err := updateRef(r.dir, req.TargetBranch, p.old, p.new)
+		err := updateRef(r.dir, req.TargetBranch, p.old, p.new, r.hooks.refCrash)
 		switch {
 		case err == nil:
 			return p.result, nil

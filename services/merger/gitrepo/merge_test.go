@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // nestedBase, nestedOurs and nestedTheirs change disjoint paths two and
@@ -358,4 +360,41 @@ func TestMergeSeesPacksWrittenByOthers(t *testing.T) {
 		t.Errorf("main = %s, want %s", got, res.MergeSHA)
 	}
 	f.fsck()
+}
+
+// TestRevListMatchesGit: the commits a squash lists are `git rev-list
+// base..head`, also when the PR branch merged the target on the way.
+func TestRevListMatchesGit(t *testing.T) {
+	f := newFixture(t)
+	files := func(s string) map[string]file { return map[string]file{"f": reg(s + "\n")} }
+	shas := f.build(
+		commitSpec{ref: "main", files: files("m1")},
+		commitSpec{ref: "main", parents: []string{"main"}, files: files("m2")},
+		commitSpec{ref: "feature", parents: []string{"main"}, files: files("f1")},
+		commitSpec{ref: "main", parents: []string{"main"}, files: files("m3")},
+		commitSpec{ref: "feature", parents: []string{"feature"}, files: files("f2")},
+		commitSpec{ref: "main", parents: []string{"main"}, files: files("m4")},
+		commitSpec{ref: "feature", parents: []string{"feature", "main"}, files: files("f3")},
+		commitSpec{ref: "main", parents: []string{"main"}, files: files("m5")},
+		commitSpec{ref: "feature", parents: []string{"feature"}, files: files("f4")},
+	)
+	for _, tc := range []struct{ head, exclude string }{
+		{shas["feature"], f.git("", "merge-base", shas["main"], shas["feature"])},
+		{shas["feature"], shas["main"]},
+		{shas["main"], shas["feature"]},
+		{shas["main"], shas["main"]},
+	} {
+		want := f.git("", "rev-list", tc.exclude+".."+tc.head)
+		commits, err := f.repo.revList(plumbing.NewHash(tc.head), plumbing.NewHash(tc.exclude), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range commits {
+			got = append(got, c.Hash.String())
+		}
+		if strings.Join(got, "\n") != want {
+			t.Errorf("revList(%s..%s) = %q, git rev-list = %q", tc.exclude[:7], tc.head[:7], got, want)
+		}
+	}
 }

@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/prsaga/prsaga/contracts"
 )
 
 // Refs are read and written here, by hand, the way git's "files" ref
@@ -113,8 +116,15 @@ func readPackedRef(gitDir, name string) (plumbing.Hash, bool, error) {
 //  4. rename the lock file over the loose ref (atomic; a packed-only ref is
 //     thereby overridden, as git does) and fsync the directory.
 //
-// On every failure after step 1 the lock file is removed again.
-func updateRef(gitDir, branch string, old, new plumbing.Hash) (err error) {
+// On every failure after step 1 the lock file is removed again. A crash
+// leaves the ref at its old value (before the rename) or its new one
+// (after), never empty or partly written — and, before the rename, leaves
+// the lock file behind, as git would: see staleLockError.
+//
+// crash, if not nil, is a test seam called at the points a crash matters —
+// crashLockWritten and crashRenamed; an error from it ends updateRef there
+// as a crash would, without any clean-up.
+func updateRef(gitDir, branch string, old, new plumbing.Hash, crash func(point string) error) (err error) {
 	ref := loosePath(gitDir, branch)
 	lock := ref + ".lock"
 	// A packed-only ref in a nested namespace may have no directory yet.
@@ -123,7 +133,7 @@ func updateRef(gitDir, branch string, old, new plumbing.Hash) (err error) {
 	}
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("refs/heads/%s: %w", branch, errRefLocked)
+		return staleLockError(lock)
 	}
 	if err != nil {
 		return fmt.Errorf("lock refs/heads/%s: %w", branch, err)
@@ -154,11 +164,42 @@ func updateRef(gitDir, branch string, old, new plumbing.Hash) (err error) {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", lock, err)
 	}
+	if err := crashAt(crash, crashLockWritten); err != nil {
+		locked = false // a crashed process cleans nothing up
+		return err
+	}
 	if err := os.Rename(lock, ref); err != nil {
 		return fmt.Errorf("commit refs/heads/%s: %w", branch, err)
 	}
 	locked = false // the lock file is now the ref
+	if err := crashAt(crash, crashRenamed); err != nil {
+		return err
+	}
 	return syncDir(filepath.Dir(ref))
+}
+
+// Crash points of updateRef, for tests.
+const (
+	crashLockWritten = "lock-written" // lock file written and fsynced, not renamed
+	crashRenamed     = "renamed"      // renamed over the ref, directory not fsynced
+)
+
+func crashAt(crash func(string) error, point string) error {
+	if crash == nil {
+		return nil
+	}
+	return crash(point)
+}
+
+// staleLockError is errRefLocked for an existing lock file, saying what an
+// operator can do when it stays: a lock left by a crashed writer (git or a
+// merger) blocks the branch for every writer, git included, until removed.
+func staleLockError(lock string) error {
+	age := "unknown age"
+	if fi, err := os.Stat(lock); err == nil {
+		age = time.Since(fi.ModTime()).Round(time.Second).String() + " old"
+	}
+	return fmt.Errorf("%s exists (%s): %w; if no git process is writing this repository, it was left by a crash: remove the file", lock, age, errRefLocked)
 }
 
 // syncDir fsyncs a directory so that a rename or a new file in it survives
@@ -196,4 +237,30 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:max] + "…"
+}
+
+// headTree returns the tree of the commit HEAD points at, if it resolves:
+// git applies the .gitattributes of HEAD's tree in a bare repository.
+func (r *Repo) headTree() (plumbing.Hash, bool) {
+	b, err := os.ReadFile(filepath.Join(r.dir, "HEAD"))
+	if err != nil {
+		return plumbing.ZeroHash, false
+	}
+	s := strings.TrimSpace(string(b))
+	var h plumbing.Hash
+	if ref, ok := strings.CutPrefix(s, "ref: refs/heads/"); ok {
+		if contracts.ValidateBranch("HEAD", ref) != nil {
+			return plumbing.ZeroHash, false
+		}
+		if h, err = readRef(r.dir, ref); err != nil {
+			return plumbing.ZeroHash, false
+		}
+	} else if h, ok = parseHash(s); !ok {
+		return plumbing.ZeroHash, false
+	}
+	c, err := r.commit(h)
+	if err != nil {
+		return plumbing.ZeroHash, false
+	}
+	return c.TreeHash, true
 }

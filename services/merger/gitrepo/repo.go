@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
@@ -21,8 +23,9 @@ type Repo struct {
 	retry retryPolicy
 	hooks hooks
 
-	mu sync.Mutex // guards st: go-git is not safe for concurrent use
-	st *filesystem.Storage
+	mu    sync.Mutex // guards st: go-git is not safe for concurrent use
+	st    *filesystem.Storage
+	cache cache.Object // go-git's object cache, kept across merges
 }
 
 // retryPolicy bounds how often, and how patiently, a merge retries when the
@@ -48,6 +51,9 @@ func (p retryPolicy) wait(attempt int) time.Duration {
 type hooks struct {
 	beforeRefUpdate func() // the merge is planned and written; the ref lock is not taken yet
 	lockBusy        func() // the target ref's lock file exists; the merge will back off
+	// refCrash is updateRef's crash seam: an error it returns at a point
+	// ends the ref update there as a crash would.
+	refCrash func(point string) error
 }
 
 func call(f func()) {
@@ -79,6 +85,23 @@ func (r *Repo) Head(branch string) (string, error) {
 // list once and would otherwise never find their objects. Loose objects are
 // always looked up on disk, refs are read by readRef. Callers hold r.mu.
 func (r *Repo) refresh() { r.st.Reindex() }
+
+// session switches r.st, for one merge, to a storage that keeps its pack
+// files open — go-git otherwise opens and closes a pack for every object it
+// reads, which made a merge-base walk over 5,000 commits spend most of its
+// time in open(2) — and returns the function that closes them and switches
+// back. Holding no descriptors between merges keeps a merger serving many
+// repositories within its file limit. Both storages share the object
+// cache. Callers hold r.mu.
+func (r *Repo) session() (end func()) {
+	st := filesystem.NewStorageWithOptions(osfs.New(r.dir), r.cache, filesystem.Options{KeepDescriptors: true})
+	prev := r.st
+	r.st = st
+	return func() {
+		_ = st.Close() // read-only descriptors: nothing to lose on error
+		r.st = prev
+	}
+}
 
 // commit loads a commit object; errObjectMissing wrapped if it is not in the
 // repository.

@@ -116,8 +116,9 @@ func initBare(dir string) error {
 }
 
 func (rs *Repos) newRepo(repo, dir string) *Repo {
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize))
-	return &Repo{name: repo, dir: dir, st: st, retry: defaultRetry}
+	c := cache.NewObjectLRU(objectCacheSize)
+	st := filesystem.NewStorage(osfs.New(dir), c)
+	return &Repo{name: repo, dir: dir, st: st, cache: c, retry: defaultRetry}
 }
 
 // path validates a repository id and maps it to its directory under the

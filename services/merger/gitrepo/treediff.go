@@ -21,6 +21,9 @@ type entry struct {
 func (e entry) present() bool { return e.mode != filemode.Empty }
 func (e entry) isDir() bool   { return e.mode == filemode.Dir }
 
+// isRegular: a file git merges line by line (not a symlink or submodule).
+func (e entry) isRegular() bool { return e.mode == filemode.Regular || e.mode == filemode.Executable }
+
 // dirOrAbsent: a directory, or nothing — what a three-way merge can recurse into.
 func (e entry) dirOrAbsent() bool { return !e.present() || e.isDir() }
 

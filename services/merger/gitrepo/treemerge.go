@@ -16,16 +16,22 @@ import (
 // Per path: what both sides have alike is kept (unchanged, changed the same
 // way, or deleted on both); what only one side changed is taken from that
 // side, whole (a subtree by its hash, unread); where both sides changed a
-// directory differently the merge recurses; every other path changed on both
-// sides is a conflict — file contents are not merged, nor are modes, symlink
-// targets or submodule commits. On top of that, whatever git's rename and
+// directory differently the merge recurses; a regular file both sides
+// changed is merged as git merges it — modes, then contents, line by line
+// where that is certain to give git's result (filemerge.go); every other
+// path changed on both sides is a conflict (symlink targets, submodule
+// commits, type changes). On top of that, whatever git's rename and
 // directory-rename detection could turn into a different result is a
-// conflict (see renames.go). The new trees are kept in memory and written
+// conflict (see renames.go). The new objects are kept in memory and written
 // only if the whole merge is clean.
 type treeMerge struct {
 	r *Repo
+	// attrTrees are the root trees whose .gitattributes git could apply to
+	// a content merge: base, ours, theirs and HEAD's.
+	attrTrees []plumbing.Hash
+	blocked   *string // why no file may be line-merged ("" none); read once
 
-	trees     []plumbing.EncodedObject // new trees, children before parents
+	objects   []plumbing.EncodedObject // new blobs and trees, children before parents
 	conflicts []conflict
 }
 
@@ -54,7 +60,10 @@ const (
 // (the empty tree's if nothing is left) and the new tree objects to write,
 // or a *ConflictError.
 func (r *Repo) mergeTrees(base, ours, theirs plumbing.Hash) (plumbing.Hash, []plumbing.EncodedObject, error) {
-	m := &treeMerge{r: r}
+	m := &treeMerge{r: r, attrTrees: []plumbing.Hash{base, ours, theirs}}
+	if head, ok := r.headTree(); ok && head != base && head != ours && head != theirs {
+		m.attrTrees = append(m.attrTrees, head)
+	}
 	root, err := m.mergeDir("", base, ours, theirs, removedByNone)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
@@ -70,7 +79,7 @@ func (r *Repo) mergeTrees(base, ours, theirs plumbing.Hash) (plumbing.Hash, []pl
 			return plumbing.ZeroHash, nil, err
 		}
 	}
-	return root, m.trees, nil
+	return root, m.objects, nil
 }
 
 // mergeDir merges three versions of a directory (zero hash: absent) and
@@ -135,6 +144,9 @@ func (m *treeMerge) mergeEntry(p string, b, o, t entry, removed removedBy) (entr
 		}
 		return entry{mode: filemode.Dir, hash: h}, nil
 	}
+	if b.isRegular() && o.isRegular() && t.isRegular() {
+		return m.mergeFile(p, b, o, t)
+	}
 	m.conflict(p, describeConflict(b, o, t))
 	return entry{}, nil
 }
@@ -155,9 +167,9 @@ func describeConflict(b, o, t entry) string {
 	case o.mode == filemode.Symlink || t.mode == filemode.Symlink:
 		return "symlink changed on both sides"
 	case o.mode != t.mode:
-		return "changed on both sides, with different modes"
+		return "file type changed on one side, changed on the other"
 	default:
-		return "content changed on both sides (file contents are not merged)"
+		return "changed on both sides"
 	}
 }
 
@@ -184,7 +196,7 @@ func (m *treeMerge) encodeTree(entries []object.TreeEntry) (plumbing.Hash, error
 	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
 	}
-	m.trees = append(m.trees, obj)
+	m.objects = append(m.objects, obj)
 	return obj.Hash(), nil
 }
 

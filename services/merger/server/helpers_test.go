@@ -1,0 +1,271 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed"
+	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/service"
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/services/merger/server"
+)
+
+// wait bounds every wait of these tests.
+const wait = 90 * time.Second
+
+const testRepo = "acme/widgets"
+
+// gitRepo is the bare repository acme/widgets under a repos dir, driven
+// with the git command.
+type gitRepo struct {
+	t    *testing.T
+	root string // the repos dir
+	dir  string // the bare repository
+	env  []string
+}
+
+func newGitRepo(t *testing.T) *gitRepo {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	home := t.TempDir()
+	g := &gitRepo{t: t, root: root, dir: filepath.Join(root, "acme", "widgets.git"), env: append(os.Environ(),
+		"HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")}
+	g.run("", "init", "-q", "--bare", "-b", "main", g.dir)
+	return g
+}
+
+// run runs git ("" stdin) in the bare repository and returns its trimmed output.
+func (g *gitRepo) run(stdin string, args ...string) string {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir=" + g.dir}, args...)...)
+	cmd.Env = g.env
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		g.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (g *gitRepo) rev(r string) string { return g.run("", "rev-parse", "--verify", "-q", r) }
+
+// trailerCount counts main's commits with the trailer line of PR #n.
+func (g *gitRepo) trailerCount(n int) int {
+	out := g.run("", "log", "--format=%H", "-E", fmt.Sprintf("--grep=^Prsaga-PR: %s$", contracts.PRID(testRepo, n)), "main")
+	if out == "" {
+		return 0
+	}
+	return len(strings.Split(out, "\n"))
+}
+
+// importer writes commits with git fast-import.
+type importer struct {
+	b strings.Builder
+	n int
+}
+
+// commit adds a commit on branch (from: a ref, or "" for the branch's
+// current tip or none) setting files (path → content; "" deletes).
+func (im *importer) commit(branch, from string, files map[string]string) {
+	im.n++
+	fmt.Fprintf(&im.b, "commit refs/heads/%s\ncommitter C <c@example.com> %d +0000\ndata 3\nc%d\n",
+		branch, 1735689600+im.n, im.n%10)
+	if from != "" {
+		fmt.Fprintf(&im.b, "from refs/heads/%s\n", from)
+	}
+	for p, c := range files {
+		if c == "" {
+			fmt.Fprintf(&im.b, "D %s\n", p)
+			continue
+		}
+		fmt.Fprintf(&im.b, "M 100644 inline %s\ndata %d\n%s\n", p, len(c), c)
+	}
+	im.b.WriteString("\n")
+}
+
+func (g *gitRepo) fastImport(im *importer) {
+	g.t.Helper()
+	g.run(im.b.String(), "fast-import", "--quiet")
+}
+
+// startMerger starts a merger — its own database and bus connection, as a
+// separate process would have — on reposDir, with opts (Backoff and
+// RelayPoll defaulted). It is stopped by t.Cleanup.
+func startMerger(t *testing.T, ns *natsembed.Server, cfg bus.Config, reposDir string, opts service.Options) *psqlite.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg.InProcess, cfg.Name = ns.Server, t.Name()
+	b, err := bus.Connect(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	db := sqlitetest.Open(t)
+	srv, err := server.New(server.Options{DB: db, ReposDir: reposDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = []time.Duration{50 * time.Millisecond}
+	}
+	if opts.RelayPoll == 0 {
+		opts.RelayPoll = 100 * time.Millisecond
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	run, err := service.Start(ctx, srv.Spec(), b, log, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(run.Stop)
+	return db
+}
+
+// drained waits until db's outbox has sent everything.
+func drained(t *testing.T, db *psqlite.DB) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		pending, _, err := db.OutboxStats(context.Background())
+		if err == nil && pending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("outbox not drained within %s: %d pending, %v", wait, pending, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+}
+
+// validated publishes the validator's validated event for PR #n (its own
+// run, correlation id corr) and returns the event.
+func validated(t *testing.T, b *bus.Bus, n int, source, head, strategy, corr string) *event.Event {
+	t.Helper()
+	req := contracts.Request{
+		PRID: contracts.PRID(testRepo, n), Repo: testRepo, PRNumber: n,
+		SourceBranch: source, TargetBranch: "main", HeadSHA: head, Strategy: strategy,
+		Title: fmt.Sprintf("PR %d", n), RequestedBy: "alice",
+	}
+	e, err := contracts.New(runner.NewID(), contracts.TypeMergeValidated, contracts.Source(contracts.ServiceValidator),
+		req.PRID, time.Now(), contracts.Validated{Request: req}, contracts.Meta{CorrelationID: corr, CausationID: corr, Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Publish(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// merged is one merged event seen on the stream.
+type merged struct {
+	corr string
+	contracts.Merged
+}
+
+// outcomes reads every merged and step_failed event on the stream so far
+// (waiting up to a second for more once the stream is read).
+func outcomes(t *testing.T, b *bus.Bus) (ms []merged, failed []contracts.StepFailed) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := b.JS.OrderedConsumer(ctx, contracts.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{contracts.SubjectMerged, contracts.SubjectStepFailed},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := c.Next(jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return ms, failed // nothing more within a second: the stream is read
+		}
+		e, err := bus.Decode(m.Headers(), m.Data())
+		if err != nil {
+			t.Fatalf("undecodable event: %v", err)
+		}
+		meta, err := contracts.MetaOf(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e.Type() {
+		case contracts.TypeMerged:
+			var p contracts.Merged
+			if err := contracts.Decode(e, &p); err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, merged{meta.CorrelationID, p})
+		case contracts.TypeStepFailed:
+			var p contracts.StepFailed
+			if err := contracts.Decode(e, &p); err != nil {
+				t.Fatal(err)
+			}
+			failed = append(failed, p)
+		}
+	}
+}
+
+// settled waits until the merger consumer has nothing pending or unacked
+// and the stream holds want merged events; it fails the test after wait.
+func settled(t *testing.T, b *bus.Bus, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if done, err := settledOnce(ctx, b, want); err == nil && done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the merger did not settle with %d merged events within %s", want, wait)
+		case <-tick.C:
+		}
+	}
+}
+
+func settledOnce(ctx context.Context, b *bus.Bus, want int) (bool, error) {
+	c, err := b.JS.Consumer(ctx, contracts.Stream, contracts.ConsumerMerger)
+	if err != nil {
+		return false, err
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		return false, err
+	}
+	if ci.NumPending > 0 || ci.NumAckPending > 0 {
+		return false, nil
+	}
+	s, err := b.JS.Stream(ctx, contracts.Stream)
+	if err != nil {
+		return false, err
+	}
+	si, err := s.Info(ctx, jetstream.WithSubjectFilter(contracts.SubjectMerged))
+	if err != nil {
+		return false, err
+	}
+	return si.State.Subjects[contracts.SubjectMerged] >= uint64(want), nil
+}

@@ -1,0 +1,192 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
+	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/service"
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+)
+
+// busConfig is shared by every connection of a test: the durable consumer
+// is created with it by each merger instance, so it must be the same.
+var busConfig = bus.Config{AckWait: 10 * time.Second, MaxDeliver: 20}
+
+// sharedFile has one line per PR line below it and unchanged lines between.
+func sharedFile(edit map[int]bool) string {
+	var b strings.Builder
+	for i := 0; i <= 2*50+1; i++ {
+		if edit[i] {
+			fmt.Fprintf(&b, "line %d, changed by its PR\n", i)
+		} else {
+			fmt.Fprintf(&b, "line %d\n", i)
+		}
+	}
+	return b.String()
+}
+
+// TestFiftyPRsThroughTwoMergers: 50 validated PRs at once, consumed by two
+// merger instances (two databases, two connections, one durable consumer,
+// one repos dir). Each PR adds its own file and changes its own line of a
+// shared file, so every merge after the first merges lines onto a target
+// that moved under it. Every PR is merged exactly once, main has all their
+// work, nothing is lost, the repository is sound, and both instances did
+// some of the work.
+func TestFiftyPRsThroughTwoMergers(t *testing.T) {
+	const prs = 50
+	g := newGitRepo(t)
+	im := &importer{}
+	im.commit("main", "", map[string]string{"README": "readme\n", "shared.txt": sharedFile(nil)})
+	for n := 1; n <= prs; n++ {
+		im.commit(fmt.Sprintf("pr%d", n), "main", map[string]string{
+			fmt.Sprintf("pr%d/file.txt", n): fmt.Sprintf("pr %d\n", n),
+			"shared.txt":                    sharedFile(map[int]bool{2 * n: true}),
+		})
+	}
+	g.fastImport(im)
+
+	ns, b := natstest.Start(t, busConfig)
+	dbA := startMerger(t, ns, busConfig, g.root, service.Options{Workers: 4})
+	dbB := startMerger(t, ns, busConfig, g.root, service.Options{Workers: 4})
+
+	corr := map[string]int{} // correlation id → PR
+	for n := 1; n <= prs; n++ {
+		strategy := contracts.StrategyMerge
+		if n%2 == 0 {
+			strategy = contracts.StrategySquash
+		}
+		id := runner.NewID()
+		corr[id] = n
+		validated(t, b, n, fmt.Sprintf("pr%d", n), g.rev(fmt.Sprintf("pr%d", n)), strategy, id)
+	}
+	settled(t, b, prs)
+	drained(t, dbA)
+	drained(t, dbB)
+
+	ms, failed := outcomes(t, b)
+	for _, f := range failed {
+		t.Errorf("step_failed for %s: %s %s", f.PRID, f.Code, f.Reason)
+	}
+	first := map[int]string{} // PR → the merge sha of its one non-repeated merged event
+	for _, m := range ms {
+		n, ok := corr[m.corr]
+		if !ok {
+			t.Errorf("merged event of an unknown run %s", m.corr)
+			continue
+		}
+		if m.AlreadyMerged {
+			continue // a redelivery to the other instance, reporting the same merge
+		}
+		if prev, dup := first[n]; dup {
+			t.Errorf("PR %d merged twice: %s and %s", n, prev, m.MergeSHA)
+		}
+		first[n] = m.MergeSHA
+	}
+	for _, m := range ms {
+		if n := corr[m.corr]; m.AlreadyMerged && m.MergeSHA != first[n] {
+			t.Errorf("PR %d: already_merged reports %s, the merge was %s", n, m.MergeSHA, first[n])
+		}
+	}
+	if len(first) != prs {
+		t.Errorf("%d PRs merged, want %d", len(first), prs)
+	}
+
+	files := g.run("", "ls-tree", "-r", "--name-only", "main")
+	for n := 1; n <= prs; n++ {
+		if c := g.trailerCount(n); c != 1 {
+			t.Errorf("PR %d: %d commits with its trailer on main, want 1", n, c)
+		}
+		if !strings.Contains(files, fmt.Sprintf("pr%d/file.txt", n)) {
+			t.Errorf("main lacks pr%d/file.txt", n)
+		}
+	}
+	all := map[int]bool{}
+	for n := 1; n <= prs; n++ {
+		all[2*n] = true
+	}
+	if got := g.run("", "show", "main:shared.txt") + "\n"; got != sharedFile(all) {
+		t.Errorf("main's shared.txt lost updates:\n%s", got)
+	}
+	g.run("", "fsck", "--strict", "--no-progress")
+
+	handled := func(db *psqlite.DB) int {
+		var n int
+		if err := db.Reader().QueryRow("SELECT count(*) FROM inbox WHERE consumer = ?", contracts.ConsumerMerger).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, bb := handled(dbA), handled(dbB)
+	t.Logf("instance A handled %d events, instance B %d", a, bb)
+	if a == 0 || bb == 0 {
+		t.Errorf("one instance did all the work (A %d, B %d): the test did not run two mergers", a, bb)
+	}
+}
+
+// TestCrashAfterMergeBeforeCommit: the merger dies after moving the branch
+// and before its outbox transaction commits (the runner's fault hook fails
+// the first attempt right there). The event is redelivered; the merge is
+// found done. The run ends with exactly one merge commit and exactly one
+// merged event, already_merged=true. A crash after the commit and before
+// the ack ends with one merged event too: the inbox drops the redelivery.
+func TestCrashAfterMergeBeforeCommit(t *testing.T) {
+	for _, tc := range []struct {
+		point             string
+		wantAlreadyMerged bool
+	}{
+		{runner.FaultAfterEffect, true},
+		{runner.FaultAfterCommit, false},
+	} {
+		t.Run(tc.point, func(t *testing.T) {
+			g := newGitRepo(t)
+			im := &importer{}
+			im.commit("main", "", map[string]string{"README": "readme\n", "shared.txt": sharedFile(nil)})
+			im.commit("pr7", "main", map[string]string{"shared.txt": sharedFile(map[int]bool{14: true})})
+			im.commit("main", "", map[string]string{"shared.txt": sharedFile(map[int]bool{2: true})})
+			g.fastImport(im)
+
+			// A short AckWait: a crash after the commit is redelivered only then.
+			cfg := busConfig
+			cfg.AckWait = 2 * time.Second
+			ns, b := natstest.Start(t, cfg)
+			corr := runner.NewID()
+			var crashed atomic.Bool
+			fault := func(point string, env contracts.Envelope) error {
+				if point == tc.point && env.Meta.CorrelationID == corr && crashed.CompareAndSwap(false, true) {
+					return errors.New("simulated crash")
+				}
+				return nil
+			}
+			db := startMerger(t, ns, cfg, g.root, service.Options{Fault: fault})
+			validated(t, b, 7, "pr7", g.rev("pr7"), contracts.StrategyMerge, corr)
+			settled(t, b, 1)
+			drained(t, db)
+
+			if !crashed.Load() {
+				t.Fatal("the fault never fired")
+			}
+			ms, failed := outcomes(t, b)
+			if len(failed) > 0 {
+				t.Errorf("step_failed: %+v", failed)
+			}
+			if len(ms) != 1 || ms[0].corr != corr {
+				t.Fatalf("merged events: %+v, want exactly one for run %s", ms, corr)
+			}
+			if ms[0].AlreadyMerged != tc.wantAlreadyMerged || ms[0].MergeSHA != g.rev("main") {
+				t.Errorf("merged event %+v; want already_merged %v and main's head %s", ms[0].Merged, tc.wantAlreadyMerged, g.rev("main"))
+			}
+			if c := g.trailerCount(7); c != 1 {
+				t.Errorf("%d merge commits for PR 7 on main, want 1", c)
+			}
+			g.run("", "fsck", "--strict", "--no-progress")
+		})
+	}
+}
