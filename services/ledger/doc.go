@@ -1,9 +1,16 @@
-// Package ledger is the saga's memory: it projects every saga event into one
-// row per PR (pr_saga), a transition history and an event log, using the
-// state machine of contracts.Decide, and announces each applied transition
-// as prsaga.saga.state_changed.v1.
+// Package ledger is the saga's memory and its operator: it projects every
+// saga event into one row per PR (pr_saga), a transition history and an
+// event log, using the state machine of contracts.Decide, and announces
+// each applied transition as prsaga.saga.state_changed.v1.
+//
+// It also holds the two things the ledger does on its own: the Watchdog,
+// which fails sagas stuck in a step (timed_out, with a diagnosis), and the
+// Retrier, which answers an operator's retry by replaying the failed step's
+// trigger event (contracts.Retry decides). Both write with the projection's
+// conditional update, so several ledgers over one database stay correct.
 //
 // The package holds the decisions and the views the API serves; the tables
-// live in ledger/sqlite, the HTTP surface in ledger/httpapi, and
-// ledger/server wires them to the platform's runner.
+// live in ledger/sqlite, the bus questions in ledger/jetstream, the HTTP
+// surface in ledger/httpapi, and ledger/server wires them to the platform's
+// runner.
 package ledger

@@ -3,6 +3,7 @@ package ledger
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -45,6 +46,13 @@ type Tx interface {
 	AddTransitions(prID string, ts []Transition) ([]Transition, error)
 	// RecordEvent stores one received event in saga_event.
 	RecordEvent(e Event) error
+	// LatestEvent returns the most recently received saga_event of a run
+	// with the given type (either status); found is false when there is none.
+	LatestEvent(correlationID, eventType string) (e Event, found bool, err error)
+	// RetryAnswer returns the answer stored under an Idempotency-Key.
+	RetryAnswer(key string) (a RetryAnswer, found bool, err error)
+	// SaveRetryAnswer stores the first answer given under an Idempotency-Key.
+	SaveRetryAnswer(key string, a RetryAnswer) error
 	// Emit appends events to the outbox; the relay publishes them after commit.
 	Emit(evs ...*event.Event) error
 	// AfterCommit runs f once the transaction has committed.
@@ -65,6 +73,13 @@ type Saga struct {
 	CorrelationID string          `json:"correlation_id"`
 	CreatedAt     time.Time       `json:"created_at"`
 	UpdatedAt     time.Time       `json:"updated_at"`
+	// Stuck: in flight for longer than its state's timeout, so the
+	// watchdog's next tick moves it (set by the API, which knows the
+	// timeouts).
+	Stuck bool `json:"stuck"`
+	// TargetBranch is the branch the run merges into (from the run's
+	// events); filled in for a single saga.
+	TargetBranch string `json:"target_branch,omitempty"`
 	// Transitions is the PR's history, oldest first; filled in for a
 	// single saga, left out of lists.
 	Transitions []Transition `json:"transitions,omitempty"`
@@ -95,7 +110,9 @@ type Transition struct {
 	From          contracts.State `json:"from_state"` // "" when the row was created
 	To            contracts.State `json:"to_state"`
 	Reason        string          `json:"reason"`
-	EventID       string          `json:"event_id"` // the event that caused it; "" for an operator's retry
+	// EventID is the event that caused it; for an operator's retry, the
+	// replayed trigger event the retry put into the outbox.
+	EventID string `json:"event_id"`
 	// Inferred: a step whose own event had not been seen, skipped over by a
 	// later outcome.
 	Inferred bool `json:"inferred"`
@@ -117,8 +134,29 @@ type Event struct {
 	Event json.RawMessage `json:"event"`
 }
 
-// Stats counts sagas per state.
+// Stats counts sagas per state and summarises how long each step takes.
 type Stats struct {
 	States map[contracts.State]int `json:"states"` // every state, zero included
 	Total  int                     `json:"total"`
+	// Steps holds, per in-flight state, the durations of finished visits:
+	// from the transition into the state to the next transition of the PR.
+	Steps map[contracts.State]StepStats `json:"steps"`
+	// DLQMessages counts what stream PRSAGA_DLQ holds; nil when unknown.
+	DLQMessages *uint64 `json:"dlq_messages,omitempty"`
+}
+
+// StepStats summarises one step's durations (nearest-rank percentiles).
+type StepStats struct {
+	Count int   `json:"count"`
+	P50Ms int64 `json:"p50_ms"`
+	P99Ms int64 `json:"p99_ms"`
+}
+
+// CloudEvent decodes the recorded event.
+func (e Event) CloudEvent() (*event.Event, error) {
+	var ce event.Event
+	if err := json.Unmarshal(e.Event, &ce); err != nil {
+		return nil, fmt.Errorf("decode recorded event %s: %w", e.EventID, err)
+	}
+	return &ce, nil
 }

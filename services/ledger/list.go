@@ -23,8 +23,12 @@ const (
 type Filter struct {
 	State contracts.State // "" = any
 	Repo  string          // "" = any
-	Limit int             // 0 = DefaultLimit; capped at MaxLimit
-	After *Cursor         // nil = from the start
+	// Stuck keeps only the rows the watchdog's next tick would move: in
+	// flight and last updated before StuckBefore[state] (Timeouts.Cutoffs).
+	Stuck       bool
+	StuckBefore map[contracts.State]time.Time
+	Limit       int     // 0 = DefaultLimit; capped at MaxLimit
+	After       *Cursor // nil = from the start
 }
 
 // WithDefaults applies the default and the cap on Limit.
@@ -48,6 +52,9 @@ func (f Filter) Validate() error {
 	}
 	if f.Repo != "" {
 		errs = append(errs, contracts.ValidateRepo(f.Repo))
+	}
+	if f.Stuck && len(f.StuckBefore) == 0 {
+		errs = append(errs, errors.New("stuck filter without the watchdog's cutoffs"))
 	}
 	if f.After != nil {
 		if _, _, err := contracts.ParsePRID(f.After.PRID); err != nil {

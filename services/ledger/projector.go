@@ -81,13 +81,16 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 	}
 	if !d.Applied() {
 		rec.Status, rec.Reason = StatusIgnored, d.Ignored
+		if env.Meta.ReplayOf != "" {
+			rec.Reason = fmt.Sprintf("replay of %s sent by a retry, which moved the row itself: %s", env.Meta.ReplayOf, d.Ignored)
+		}
 		if err := tx.RecordEvent(rec); err != nil {
 			return Result{}, err
 		}
 		tx.AfterCommit(func() {
-			log.DebugContext(ctx, "saga_event_ignored", "reason", d.Ignored)
+			log.DebugContext(ctx, "saga_event_ignored", "reason", rec.Reason)
 		})
-		return Result{Status: StatusIgnored, Reason: d.Ignored, Row: row}, nil
+		return Result{Status: StatusIgnored, Reason: rec.Reason, Row: row}, nil
 	}
 
 	next := d.Row

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -25,8 +25,16 @@ type Sagas interface {
 	Get(ctx context.Context, prID string) (ledger.Saga, error)
 	// Events lists the events recorded for a PR, oldest first.
 	Events(ctx context.Context, prID string) ([]ledger.Event, error)
-	// Stats counts sagas per state.
+	// Stats counts sagas per state and summarises step durations.
 	Stats(ctx context.Context) (ledger.Stats, error)
+	// Run returns what the ledger recorded for one correlation id, or
+	// ledger.ErrNotFound.
+	Run(ctx context.Context, correlationID string) (ledger.Run, error)
+}
+
+// Retrier performs operators' retries (ledger.Retrier).
+type Retrier interface {
+	Retry(ctx context.Context, req ledger.RetryRequest) (ledger.RetryAnswer, error)
 }
 
 // Outbox publishes events reliably: it returns once they are committed to
@@ -38,14 +46,29 @@ type Outbox interface {
 // API serves the ledger's routes. Set its fields before Routes; it is safe
 // for concurrent use after that.
 type API struct {
-	Sagas  Sagas
-	Outbox Outbox
+	Sagas   Sagas
+	Outbox  Outbox
+	Retrier Retrier
 	// Tokens guard the mutating routes (operator tokens); none configured
-	// lets every caller through.
+	// lets every caller through (loopback listeners only: the caller checks).
 	Tokens httpx.Tokens
-	Now    func() time.Time // default time.Now
-	NewID  func() string    // ids of requested events; required
-	Log    *slog.Logger     // internal errors; default: discarded
+	// TokenNames[i] names Tokens[i] in the history ("who retried");
+	// default "operator". Without tokens the actor is "local".
+	TokenNames []string
+	// Timeouts are the watchdog's: they decide what "stuck" means.
+	Timeouts ledger.Timeouts
+	// DLQ counts dead-lettered messages for stats and the dashboard;
+	// optional.
+	DLQ func(ctx context.Context) (uint64, error)
+	// SessionKey signs the dashboard's cookies and CSRF tokens; default a
+	// random key per process (sessions end with it).
+	SessionKey []byte
+	Now        func() time.Time // default time.Now
+	NewID      func() string    // ids of requested events; required
+	Log        *slog.Logger     // internal errors; default: discarded
+
+	keyOnce sync.Once
+	key     []byte
 }
 
 // Routes registers the ledger's routes on mux.
@@ -56,14 +79,20 @@ func (a *API) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/sagas/{pr}", a.getSaga)
 	mux.HandleFunc("GET /api/v1/sagas/{pr}/events", a.sagaEvents)
 	mux.HandleFunc("GET /api/v1/sagas/{rest...}", a.unescapedPR)
+	mux.HandleFunc("POST /api/v1/sagas/{pr}/retry", a.Tokens.Require(a.postRetry))
+	mux.HandleFunc("GET /api/v1/runs/{id}", a.getRun)
 	mux.HandleFunc("GET /api/v1/stats", a.stats)
 	mux.HandleFunc("POST /api/v1/merge-requests", a.Tokens.Require(a.postMergeRequest))
 	mux.HandleFunc("GET /{$}", a.dashboard)
 	mux.HandleFunc("GET /sagas/{pr}", a.timeline)
+	mux.HandleFunc("GET /sagas/{pr}/retry", a.confirmRetry)
+	mux.HandleFunc("POST /sagas/{pr}/retry", a.formRetry)
+	mux.HandleFunc("GET /login", a.loginPage)
+	mux.HandleFunc("POST /login", a.login)
 }
 
 func (a *API) listSagas(w http.ResponseWriter, r *http.Request) {
-	f, err := filterOf(r)
+	f, err := a.filterOf(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -73,7 +102,16 @@ func (a *API) listSagas(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	a.markStuck(page.Sagas)
 	httpx.WriteJSON(w, http.StatusOK, page)
+}
+
+// markStuck sets Saga.Stuck with the watchdog's timeouts.
+func (a *API) markStuck(ss []ledger.Saga) {
+	now := a.now()
+	for i := range ss {
+		ss[i].Stuck = a.Timeouts.Stuck(ss[i], now)
+	}
 }
 
 func (a *API) getSaga(w http.ResponseWriter, r *http.Request) {
@@ -87,7 +125,27 @@ func (a *API) getSaga(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	s.Stuck = a.Timeouts.Stuck(s, a.now())
 	httpx.WriteJSON(w, http.StatusOK, s)
+}
+
+// getRun answers everything the ledger recorded for one correlation id.
+func (a *API) getRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := contracts.ValidateEventID(id); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	run, err := a.Sagas.Run(r.Context(), id)
+	if err != nil {
+		if errors.Is(err, ledger.ErrNotFound) {
+			a.fail(w, r, httpx.Errorf(http.StatusNotFound, "no saga run %s", truncate(id)))
+			return
+		}
+		a.fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, run)
 }
 
 func (a *API) sagaEvents(w http.ResponseWriter, r *http.Request) {
@@ -117,12 +175,27 @@ func (a *API) unescapedPR(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) stats(w http.ResponseWriter, r *http.Request) {
-	st, err := a.Sagas.Stats(r.Context())
+	st, err := a.statsWithDLQ(r.Context())
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, st)
+}
+
+// statsWithDLQ adds the dead-letter count when it can be had: stats
+// answer without it rather than fail.
+func (a *API) statsWithDLQ(ctx context.Context) (ledger.Stats, error) {
+	st, err := a.Sagas.Stats(ctx)
+	if err != nil || a.DLQ == nil {
+		return st, err
+	}
+	if n, err := a.DLQ(ctx); err == nil {
+		st.DLQMessages = &n
+	} else {
+		a.log().WarnContext(ctx, "count dead letters", "err", err)
+	}
+	return st, nil
 }
 
 // prOf reads and validates the {pr} path value.
@@ -134,8 +207,8 @@ func prOf(r *http.Request) (string, error) {
 	return pr, nil
 }
 
-// filterOf reads and validates ?state=&repo=&limit=&cursor=.
-func filterOf(r *http.Request) (ledger.Filter, error) {
+// filterOf reads and validates ?state=&repo=&stuck=&limit=&cursor=.
+func (a *API) filterOf(r *http.Request) (ledger.Filter, error) {
 	q := r.URL.Query()
 	var f ledger.Filter
 	var errs []error
@@ -147,6 +220,15 @@ func filterOf(r *http.Request) (ledger.Filter, error) {
 	if repo := q.Get("repo"); repo != "" {
 		errs = append(errs, contracts.ValidateRepo(repo))
 		f.Repo = repo
+	}
+	if st := q.Get("stuck"); st != "" {
+		b, err := strconv.ParseBool(st)
+		if err != nil {
+			errs = append(errs, &contracts.FieldError{Field: "stuck", Problem: "must be true or false"})
+		}
+		if f.Stuck = b; b {
+			f.StuckBefore = a.Timeouts.Cutoffs(a.now())
+		}
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
@@ -163,68 +245,6 @@ func filterOf(r *http.Request) (ledger.Filter, error) {
 		f.After = &cur
 	}
 	return f.WithDefaults(), errors.Join(errs...)
-}
-
-// fail answers err: the one place domain errors become statuses.
-func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var he *httpx.Error
-	var inv invalid
-	switch {
-	case errors.As(err, &inv):
-		writeInvalid(w, inv.summary, inv.err)
-	case errors.As(err, &he):
-		httpx.WriteError(w, he)
-	case errors.Is(err, ledger.ErrNotFound):
-		httpx.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no saga for " + truncate(r.PathValue("pr"))})
-	case errors.Is(err, contracts.ErrInvalid), errors.Is(err, ledger.ErrBadCursor):
-		writeInvalid(w, "", err)
-	default:
-		a.log().ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		httpx.WriteError(w, err)
-	}
-}
-
-// fieldProblem is one invalid field of a request.
-type fieldProblem struct {
-	Field   string `json:"field"`
-	Problem string `json:"problem"`
-}
-
-// writeInvalid answers 400 naming every bad field: {"error": "...", "fields": [...]}.
-func writeInvalid(w http.ResponseWriter, prefix string, err error) {
-	var fields []fieldProblem
-	var msgs []string
-	for _, e := range flatten(err) {
-		msgs = append(msgs, e.Error())
-		var fe *contracts.FieldError
-		if errors.As(e, &fe) {
-			fields = append(fields, fieldProblem{Field: fe.Field, Problem: fe.Problem})
-		}
-	}
-	msg := strings.Join(msgs, "; ")
-	if prefix != "" {
-		msg = prefix + ": " + msg
-	}
-	body := map[string]any{"error": msg}
-	if len(fields) > 0 {
-		body["fields"] = fields
-	}
-	httpx.WriteJSON(w, http.StatusBadRequest, body)
-}
-
-// flatten lists the leaves of a tree of joined errors.
-func flatten(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 func (a *API) log() *slog.Logger {

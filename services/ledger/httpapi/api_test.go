@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,20 +42,31 @@ const (
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 type fixture struct {
-	t   *testing.T
-	db  *psqlite.DB
-	srv *httptest.Server
+	t     *testing.T
+	db    *psqlite.DB
+	srv   *httptest.Server
+	clock *atomicClock
 }
 
-func newFixture(t *testing.T, tokens httpx.Tokens) *fixture {
+// atomicClock is the API's clock; tests move it between requests.
+type atomicClock struct{ us atomic.Int64 }
+
+func (c *atomicClock) Now() time.Time      { return time.UnixMicro(c.us.Load()).UTC() }
+func (c *atomicClock) Set(t time.Time)     { c.us.Store(t.UnixMicro()) }
+func (c *atomicClock) Add(d time.Duration) { c.us.Add(d.Microseconds()) }
+
+func newFixture(t *testing.T, tokens httpx.Tokens, names ...string) *fixture {
 	db := sqlitetest.Open(t, ledgersqlite.Migrations)
 	store := ledgersqlite.NewStore(db)
-	api := &httpapi.API{Sagas: store, Outbox: store, Tokens: tokens, Now: func() time.Time { return now }, NewID: runner.NewID}
+	clock := &atomicClock{}
+	clock.Set(now)
+	api := &httpapi.API{Sagas: store, Outbox: store, Tokens: tokens, TokenNames: names, Now: clock.Now, NewID: runner.NewID,
+		Retrier: &ledger.Retrier{Store: store, Proj: &ledger.Projector{Now: clock.Now}, NewID: runner.NewID}}
 	mux := http.NewServeMux()
 	api.Routes(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	f := &fixture{t: t, db: db, srv: srv}
+	f := &fixture{t: t, db: db, srv: srv, clock: clock}
 	f.seed(store)
 	return f
 }

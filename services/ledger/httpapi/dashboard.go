@@ -22,6 +22,8 @@ var templateFiles embed.FS
 var pages = map[string]*template.Template{
 	"dashboard": parsePage("dashboard.html"),
 	"timeline":  parsePage("timeline.html"),
+	"confirm":   parsePage("confirm.html"),
+	"login":     parsePage("login.html"),
 	"error":     parsePage("error.html"),
 }
 
@@ -29,8 +31,30 @@ func parsePage(name string) *template.Template {
 	funcs := template.FuncMap{
 		"pathEscape": url.PathEscape,
 		"fmtTime":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"fmtClock":   func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 	}
 	return template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name))
+}
+
+// frame is what the layout of every page shows.
+type frame struct {
+	Title   string
+	Now     string
+	Refresh bool   // reload every 5 seconds (not on pages with a form)
+	Login   string // "" or the href of the login page, when tokens guard forms
+	Actor   string // who is logged in, when tokens guard forms
+}
+
+func (a *API) frame(r *http.Request, title string, refresh bool) frame {
+	f := frame{Title: title, Now: a.now().UTC().Format(time.RFC3339), Refresh: refresh}
+	if a.guarded() {
+		if name, ok := a.sessionName(r); ok {
+			f.Actor = name
+		} else {
+			f.Login = "/login?next=" + url.QueryEscape(r.URL.RequestURI())
+		}
+	}
+	return f
 }
 
 type filterLink struct {
@@ -39,23 +63,34 @@ type filterLink struct {
 	On          bool
 }
 
+type stepRow struct {
+	State    contracts.State
+	Count    int
+	P50, P99 string
+}
+
 type dashboardPage struct {
-	Title   string
-	Now     string
+	frame
 	State   contracts.State
+	Repo    string
+	Stuck   bool
+	States  []contracts.State
 	Filters []filterLink
 	Sagas   []ledger.Saga
 	Next    string
+	Steps   []stepRow
+	DLQ     *uint64
 }
 
-// dashboard lists sagas, newest activity first, with a link per state.
+// dashboard shows counts per state and step durations, and lists sagas,
+// newest activity first, filtered by state, repo and stuck.
 func (a *API) dashboard(w http.ResponseWriter, r *http.Request) {
-	f, err := filterOf(r)
+	f, err := a.filterOf(r)
 	if err != nil {
 		a.failPage(w, r, err)
 		return
 	}
-	st, err := a.Sagas.Stats(r.Context())
+	st, err := a.statsWithDLQ(r.Context())
 	if err != nil {
 		a.failPage(w, r, err)
 		return
@@ -65,14 +100,25 @@ func (a *API) dashboard(w http.ResponseWriter, r *http.Request) {
 		a.failPage(w, r, err)
 		return
 	}
-	p := dashboardPage{Title: "Sagas", Now: a.now().UTC().Format(time.RFC3339), State: f.State, Sagas: page.Sagas}
-	p.Filters = append(p.Filters, filterLink{Label: "all", Href: "/" + query(url.Values{"repo": {f.Repo}}), Count: st.Total, On: f.State == ""})
+	a.markStuck(page.Sagas)
+	p := dashboardPage{frame: a.frame(r, "Sagas", true), State: f.State, Repo: f.Repo, Stuck: f.Stuck,
+		States: contracts.States, Sagas: page.Sagas, DLQ: st.DLQMessages}
+	stuck := ""
+	if f.Stuck {
+		stuck = "true"
+	}
+	p.Filters = append(p.Filters, filterLink{Label: "all", Href: "/" + query(url.Values{"repo": {f.Repo}, "stuck": {stuck}}), Count: st.Total, On: f.State == ""})
 	for _, s := range contracts.States {
-		q := url.Values{"state": {string(s)}, "repo": {f.Repo}}
+		q := url.Values{"state": {string(s)}, "repo": {f.Repo}, "stuck": {stuck}}
 		p.Filters = append(p.Filters, filterLink{Label: string(s), Href: "/" + query(q), Count: st.States[s], On: f.State == s})
 	}
+	for _, s := range contracts.Steps {
+		ss := st.Steps[s]
+		p.Steps = append(p.Steps, stepRow{State: s, Count: ss.Count,
+			P50: (time.Duration(ss.P50Ms) * time.Millisecond).String(), P99: (time.Duration(ss.P99Ms) * time.Millisecond).String()})
+	}
 	if page.NextCursor != "" {
-		q := url.Values{"state": {string(f.State)}, "repo": {f.Repo}, "cursor": {page.NextCursor}}
+		q := url.Values{"state": {string(f.State)}, "repo": {f.Repo}, "stuck": {stuck}, "cursor": {page.NextCursor}}
 		if r.URL.Query().Get("limit") != "" {
 			q.Set("limit", strconv.Itoa(f.Limit))
 		}
@@ -81,35 +127,9 @@ func (a *API) dashboard(w http.ResponseWriter, r *http.Request) {
 	a.render(w, r, http.StatusOK, "dashboard", p)
 }
 
-type timelinePage struct {
-	Title  string
-	Now    string
-	Saga   ledger.Saga
-	Events []ledger.Event
-}
-
-// timeline shows one PR's saga: its row, transitions and events.
-func (a *API) timeline(w http.ResponseWriter, r *http.Request) {
-	pr, err := prOf(r)
-	if err != nil {
-		a.failPage(w, r, err)
-		return
-	}
-	s, err := a.Sagas.Get(r.Context(), pr)
-	if err != nil {
-		a.failPage(w, r, err)
-		return
-	}
-	evs, err := a.Sagas.Events(r.Context(), pr)
-	if err != nil {
-		a.failPage(w, r, err)
-		return
-	}
-	a.render(w, r, http.StatusOK, "timeline", timelinePage{Title: pr, Now: a.now().UTC().Format(time.RFC3339), Saga: s, Events: evs})
-}
-
 type errorPage struct {
-	Title, Message, Now string
+	frame
+	Message string
 }
 
 // failPage is fail for the HTML pages.
@@ -126,7 +146,7 @@ func (a *API) failPage(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		a.log().ErrorContext(r.Context(), "page failed", "path", r.URL.Path, "err", err)
 	}
-	a.render(w, r, status, "error", errorPage{Title: http.StatusText(status), Message: msg, Now: a.now().UTC().Format(time.RFC3339)})
+	a.render(w, r, status, "error", errorPage{frame: a.frame(r, http.StatusText(status), false), Message: msg})
 }
 
 func (a *API) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {

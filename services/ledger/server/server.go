@@ -11,11 +11,13 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/httpx"
+	"github.com/prsaga/prsaga/platform/logging"
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/httpapi"
+	ledgerjs "github.com/prsaga/prsaga/services/ledger/jetstream"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
@@ -26,6 +28,18 @@ type Options struct {
 	// OperatorTokens guard the mutating routes; empty lets every caller
 	// through (allowed on loopback listeners only — the caller checks).
 	OperatorTokens httpx.Tokens
+	// TokenNames[i] names OperatorTokens[i] in the history of retries.
+	TokenNames []string
+	// Bus, when set, lets the watchdog and the dashboard ask JetStream
+	// about consumers and dead letters; StartWatchdog needs it.
+	Bus *bus.Bus
+	// Watchdog is checked by New against the delivery budget.
+	Watchdog ledger.WatchdogConfig
+	// Log receives the watchdog's and the API's lines; default
+	// slog.Default() with service=ledger.
+	Log *slog.Logger
+	// SessionKey signs the dashboard's cookies; default random per process.
+	SessionKey []byte
 	// Now is the clock of rows and events; default the DB's clock.
 	Now func() time.Time
 }
@@ -38,10 +52,12 @@ var subjectsSaga = []string{"prsaga.merge.>"}
 
 // Server is the ledger service. Safe for concurrent use.
 type Server struct {
-	db    *psqlite.DB
-	store *ledgersqlite.Store
-	proj  *ledger.Projector
-	api   *httpapi.API
+	db       *psqlite.DB
+	store    *ledgersqlite.Store
+	proj     *ledger.Projector
+	api      *httpapi.API
+	watchdog *ledger.Watchdog // nil without a bus
+	log      *slog.Logger
 }
 
 // New checks the options and the database's schema.
@@ -49,9 +65,17 @@ func New(opts Options) (*Server, error) {
 	if opts.DB == nil {
 		return nil, errors.New("ledger: Options.DB is required")
 	}
+	wd := opts.Watchdog.WithDefaults()
+	if err := wd.Validate(); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
 	now := opts.Now
 	if now == nil {
 		now = opts.DB.Now
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.Default().With("service", contracts.ServiceLedger)
 	}
 	store := ledgersqlite.NewStore(opts.DB)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -59,21 +83,59 @@ func New(opts Options) (*Server, error) {
 	if err := store.Check(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	return &Server{
-		db:    opts.DB,
-		store: store,
-		proj:  &ledger.Projector{Now: now},
-		api: &httpapi.API{
-			Sagas:  store,
-			Outbox: store,
-			Tokens: opts.OperatorTokens,
-			Now:    now,
-			NewID:  runner.NewID,
-			// Options carries no logger; internal HTTP errors go to the
-			// process's default logger, which cmd/prsaga sets up.
-			Log: slog.Default().With("service", contracts.ServiceLedger, "component", "http"),
-		},
-	}, nil
+	proj := &ledger.Projector{Now: now}
+	s := &Server{db: opts.DB, store: store, proj: proj, log: log}
+	s.api = &httpapi.API{
+		Sagas:      store,
+		Outbox:     store,
+		Retrier:    &ledger.Retrier{Store: store, Proj: proj, NewID: runner.NewID, Log: log},
+		Tokens:     opts.OperatorTokens,
+		TokenNames: opts.TokenNames,
+		Timeouts:   wd.Timeouts,
+		SessionKey: opts.SessionKey,
+		Now:        now,
+		NewID:      runner.NewID,
+		Log:        log.With("component", "http"),
+	}
+	if opts.Bus != nil {
+		probe := ledgerjs.New(opts.Bus)
+		s.api.DLQ = probe.DeadLettersTotal
+		s.watchdog = &ledger.Watchdog{Config: wd, Store: store, Bus: probe, Proj: proj, Now: now,
+			Log: log.With("component", "watchdog")}
+	}
+	return s, nil
+}
+
+// Watchdog is the server's watchdog (nil without Options.Bus), for tests
+// that tick it by hand.
+func (s *Server) Watchdog() *ledger.Watchdog { return s.watchdog }
+
+// StartWatchdog runs the watchdog until the returned stop is called (stop
+// waits for a tick in progress). It needs Options.Bus.
+func (s *Server) StartWatchdog() (stop func(), err error) {
+	if s.watchdog == nil {
+		return nil, errors.New("ledger: the watchdog needs Options.Bus")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.watchdog.Run(ctx)
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// Apply projects one event in a transaction of its own, as a second ledger
+// instance handling a redelivery would (the consumer does the same inside
+// the runner's transaction). Safe to call concurrently with the consumer.
+func (s *Server) Apply(ctx context.Context, env contracts.Envelope) (ledger.Result, error) {
+	var res ledger.Result
+	err := s.store.Update(ctx, func(tx ledger.Tx) error {
+		var err error
+		res, err = s.proj.Project(ctx, tx, env, logging.ForEvent(s.log, env))
+		return err
+	})
+	return res, err
 }
 
 // Spec is the ledger's consumer and outbox for service.Start: it consumes

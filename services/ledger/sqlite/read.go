@@ -24,6 +24,7 @@ func (s *Store) Get(ctx context.Context, prID string) (ledger.Saga, error) {
 		return ledger.Saga{}, fmt.Errorf("read saga %s: %w", prID, err)
 	}
 	saga := ledger.SagaOf(r)
+	saga.TargetBranch = s.targetBranch(ctx, r.CorrelationID)
 	rows, err := s.db.Reader().QueryContext(ctx, `SELECT seq, correlation_id, from_state, to_state, reason,
 		event_id, inferred, actor, at FROM saga_transition WHERE pr_id = ? ORDER BY seq`, prID)
 	if err != nil {
@@ -91,6 +92,22 @@ func listQuery(f ledger.Filter) (string, []any) {
 		where = append(where, "repo = ?")
 		args = append(args, f.Repo)
 	}
+	if f.Stuck {
+		// The watchdog's predicate (Store.Stuck), with the same cutoffs.
+		var or []string
+		for _, st := range contracts.Steps {
+			cut, ok := f.StuckBefore[st]
+			if !ok || (f.State != "" && f.State != st) {
+				continue
+			}
+			or = append(or, "(state = ? AND updated_at < ?)")
+			args = append(args, string(st), micros(cut))
+		}
+		if len(or) == 0 {
+			or = []string{"0"}
+		}
+		where = append(where, "("+strings.Join(or, " OR ")+")")
+	}
 	if f.After != nil {
 		where = append(where, "(updated_at, pr_id) < (?, ?)")
 		args = append(args, micros(f.After.UpdatedAt), f.After.PRID)
@@ -127,30 +144,4 @@ func (s *Store) Events(ctx context.Context, prID string) ([]ledger.Event, error)
 		return nil, fmt.Errorf("list events of %s: %w", prID, err)
 	}
 	return out, nil
-}
-
-// Stats counts sagas per state (from idx_saga_state, not the table).
-func (s *Store) Stats(ctx context.Context) (ledger.Stats, error) {
-	st := ledger.Stats{States: map[contracts.State]int{}}
-	for _, state := range contracts.States {
-		st.States[state] = 0
-	}
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT state, count(*) FROM pr_saga GROUP BY state`)
-	if err != nil {
-		return ledger.Stats{}, fmt.Errorf("saga stats: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var state string
-		var n int
-		if err := rows.Scan(&state, &n); err != nil {
-			return ledger.Stats{}, fmt.Errorf("saga stats: %w", err)
-		}
-		st.States[contracts.State(state)] += n
-		st.Total += n
-	}
-	if err := rows.Err(); err != nil {
-		return ledger.Stats{}, fmt.Errorf("saga stats: %w", err)
-	}
-	return st, nil
 }

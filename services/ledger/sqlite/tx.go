@@ -1,7 +1,9 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -143,4 +145,68 @@ func scanSaga(s scanner) (contracts.Row, error) {
 	r.State, r.FailedStep = contracts.State(state), contracts.State(failed)
 	r.CreatedAt, r.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return r, nil
+}
+
+// LatestEvent returns the run's most recently received event of a type
+// (idx_event_correlation).
+func (t *Tx) LatestEvent(correlationID, eventType string) (ledger.Event, bool, error) {
+	return latestEvent(t.tx.Context(), t.tx, correlationID, eventType)
+}
+
+// RetryAnswer returns the answer stored under an Idempotency-Key.
+func (t *Tx) RetryAnswer(key string) (ledger.RetryAnswer, bool, error) {
+	var raw string
+	err := t.tx.QueryRowContext(t.tx.Context(), `SELECT answer FROM retry_answer WHERE idempotency_key = ?`, key).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.RetryAnswer{}, false, nil
+	}
+	if err != nil {
+		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
+	}
+	var a ledger.RetryAnswer
+	if err := json.Unmarshal([]byte(raw), &a); err != nil {
+		return ledger.RetryAnswer{}, false, fmt.Errorf("decode retry answer: %w", err)
+	}
+	return a, true, nil
+}
+
+// retryAnswerTTL is how long an Idempotency-Key is remembered.
+const retryAnswerTTL = 24 * time.Hour
+
+// SaveRetryAnswer stores the first answer under key, pruning expired ones.
+func (t *Tx) SaveRetryAnswer(key string, a ledger.RetryAnswer) error {
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("encode retry answer: %w", err)
+	}
+	ctx, now := t.tx.Context(), t.tx.Now()
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM retry_answer WHERE created_at < ?`, micros(now.Add(-retryAnswerTTL))); err != nil {
+		return fmt.Errorf("prune retry answers: %w", err)
+	}
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO retry_answer (idempotency_key, pr_id, answer, created_at) VALUES (?, ?, ?, ?)`,
+		key, a.PRID, string(raw), micros(now)); err != nil {
+		return fmt.Errorf("store retry answer: %w", err)
+	}
+	return nil
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func latestEvent(ctx context.Context, q queryer, correlationID, eventType string) (ledger.Event, bool, error) {
+	var e ledger.Event
+	var at int64
+	var raw string
+	err := q.QueryRowContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason, received_at, event
+		FROM saga_event WHERE correlation_id = ? AND type = ? ORDER BY received_at DESC, event_id DESC LIMIT 1`,
+		correlationID, eventType).Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.Event{}, false, nil
+	}
+	if err != nil {
+		return ledger.Event{}, false, fmt.Errorf("read latest %s of run %s: %w", eventType, correlationID, err)
+	}
+	e.ReceivedAt, e.Event = fromMicros(at), []byte(raw)
+	return e, true, nil
 }

@@ -1,0 +1,172 @@
+package server_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
+	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/service"
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/services/ledger"
+	"github.com/prsaga/prsaga/services/ledger/server"
+)
+
+const (
+	stepTimeout = time.Second
+	tick        = 200 * time.Millisecond
+)
+
+var fastWatchdog = ledger.WatchdogConfig{Interval: tick, Batch: 100, Timeouts: ledger.Timeouts{
+	contracts.StateValidating: stepTimeout, contracts.StateMerging: stepTimeout,
+	contracts.StateNotifying: stepTimeout, contracts.StateIndexing: stepTimeout,
+}}
+
+// startLedger runs one ledger instance (consumer, relay, watchdog, HTTP)
+// over the database file at path, on b.
+func startLedger(t *testing.T, b *bus.Bus, path string, logs *syncBuffer) *component {
+	t.Helper()
+	db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, server.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	log := slog.New(slog.NewJSONHandler(logs, nil)).With("service", "ledger")
+	srv, err := server.New(server.Options{DB: db, Bus: b, Watchdog: fastWatchdog, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run, err := service.Start(ctx, srv.Spec(), b, log, service.Options{Backoff: []time.Duration{50 * time.Millisecond}, RelayPoll: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(run.Stop)
+	stop, err := srv.StartWatchdog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	mux := http.NewServeMux()
+	srv.Routes(mux)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	return &component{t: t, bus: b, http: hs, logs: logs}
+}
+
+// A step that never answers is failed within its timeout plus one tick,
+// with a timed_out event on the bus; its late success then heals the saga.
+func TestWatchdogFailsAStepThatNeverAnswers(t *testing.T) {
+	_, b := natstest.Start(t, bus.Config{AckWait: 5 * time.Second})
+	c := startLedger(t, b, filepath.Join(t.TempDir(), "ledger.sqlite"), &syncBuffer{})
+	const pr = "acme/widgets#9"
+	r := request(pr)
+	req, err := contracts.NewRequested(runner.NewID(), "https://forge.test", time.Now(), r, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := follow(t, req, contracts.TypeMergeValidated, contracts.ServiceValidator, contracts.Validated{Request: r})
+	c.publish(req, val) // no merger runs: MERGING never answers
+	c.waitFor(pr, contracts.StateMerging)
+	s := c.waitFor(pr, contracts.StateMergeFailed)
+	if s.FailedStep != contracts.StateMerging || !s.TimedOut {
+		t.Fatalf("saga %+v, want timed out at MERGING", s)
+	}
+	var entered, failed time.Time
+	for _, tr := range s.Transitions {
+		switch tr.To {
+		case contracts.StateMerging:
+			entered = tr.At
+		case contracts.StateMergeFailed:
+			failed = tr.At
+		}
+	}
+	// The tick may start just before the deadline: the bound is the
+	// timeout plus one interval, and a little for the tick's own work.
+	if d := failed.Sub(entered); d < stepTimeout || d > stepTimeout+tick+250*time.Millisecond {
+		t.Fatalf("failed %s after entering MERGING, want between %s and %s + one tick (%s)", d, stepTimeout, stepTimeout, tick)
+	}
+	to := natstest.WaitEvent(t, b, contracts.SubjectTimedOut, 5*time.Second, func(e *event.Event) bool { return e.Subject() == pr })
+	env, err := contracts.Open(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := env.Payload.(*contracts.TimedOut)
+	if p.Step != contracts.StateMerging || p.LastEventID != val.ID() || env.Meta.CorrelationID != req.ID() ||
+		!strings.Contains(p.Diagnosis, "was published") || !strings.Contains(p.Diagnosis, "consumer merger does not exist") {
+		t.Fatalf("timed_out %+v: want MERGING, last event %s, a diagnosis naming the missing merger consumer", p, val.ID())
+	}
+
+	// The merger answers after all: the saga heals.
+	c.publish(follow(t, val, contracts.TypeMerged, contracts.ServiceMerger,
+		contracts.Merged{Request: r, MergeSHA: "3333333333333333333333333333333333333333"}))
+	s = c.waitFor(pr, contracts.StateNotifying)
+	if s.TimedOut || !s.Merged {
+		t.Fatalf("healed saga %+v", s)
+	}
+}
+
+// Two ledger instances over one database file, both with a watchdog:
+// every stuck row is moved once, with one timed_out event.
+func TestWatchdogTwoLedgersOneTimeoutPerRow(t *testing.T) {
+	_, b := natstest.Start(t, bus.Config{AckWait: 5 * time.Second})
+	path := filepath.Join(t.TempDir(), "ledger.sqlite")
+	logs := &syncBuffer{}
+	a := startLedger(t, b, path, logs)
+	startLedger(t, b, path, logs)
+	const n = 12
+	var prs []string
+	for i := range n {
+		pr := contracts.PRID("acme/two", i+1)
+		prs = append(prs, pr)
+		req, err := contracts.NewRequested(runner.NewID(), "https://forge.test", time.Now(), request(pr), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.publish(req) // no validator runs
+	}
+	for _, pr := range prs {
+		s := a.waitFor(pr, contracts.StateMergeFailed)
+		moves := 0
+		for _, tr := range s.Transitions {
+			if tr.To == contracts.StateMergeFailed {
+				moves++
+			}
+		}
+		if moves != 1 || !s.TimedOut {
+			t.Fatalf("%s: %d moves to MERGE_FAILED, want 1: %+v", pr, moves, s.Transitions)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := b.JS.OrderedConsumer(ctx, contracts.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{contracts.SubjectTimedOut}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for total := 0; total < n; total++ {
+		m, err := cons.Next(jetstream.FetchContext(ctx))
+		if err != nil {
+			t.Fatalf("after %d timed_out events: %v", total, err)
+		}
+		per[m.Headers().Get("ce-subject")]++
+	}
+	if m, err := cons.Next(jetstream.FetchMaxWait(500 * time.Millisecond)); err == nil {
+		t.Fatalf("an extra timed_out event for %s", m.Headers().Get("ce-subject"))
+	}
+	if len(per) != n {
+		t.Fatalf("timed_out events per PR: %v, want one for each of %d", per, n)
+	}
+}
