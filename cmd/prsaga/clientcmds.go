@@ -149,9 +149,11 @@ func cmdHistory(ctx context.Context, args []string, getenv func(string) string, 
 func cmdList(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	var state, repo, cursor string
 	var limit int
+	var stuck bool
 	c, _, asJSON, code := clientFlags("list", args, getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&state, "state", "", "only sagas in this state")
 		fs.StringVar(&repo, "repo", "", "only this repository")
+		fs.BoolVar(&stuck, "stuck", false, "only sagas the watchdog's next tick fails (in flight past their step timeout)")
 		fs.StringVar(&cursor, "cursor", "", "continue from a previous page")
 		fs.IntVar(&limit, "limit", 50, "sagas per page")
 	})
@@ -164,7 +166,7 @@ func cmdList(ctx context.Context, args []string, getenv func(string) string, std
 			return exitUsage
 		}
 	}
-	l, err := c.List(ctx, state, repo, cursor, limit)
+	l, err := c.ListFiltered(ctx, client.Filter{State: state, Repo: repo, Cursor: cursor, Limit: limit, Stuck: stuck})
 	if err != nil {
 		return apiFailed(stderr, "list", err)
 	}
@@ -175,7 +177,18 @@ func cmdList(ctx context.Context, args []string, getenv func(string) string, std
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PR\tSTATE\tFAILED STEP\tATTEMPTS\tMERGED\tUPDATED")
 	for _, s := range l.Sagas {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\n", s.PRID, s.State, dash(s.FailedStep), s.Attempts, s.Merged, s.UpdatedAt.Local().Format(time.DateTime))
+		st := s.State
+		if s.Stuck {
+			st += " (stuck)"
+		}
+		failed := dash(s.FailedStep)
+		if s.TimedOut {
+			failed += " (timed out)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\n", s.PRID, st, failed, s.Attempts, s.Merged, s.UpdatedAt.Local().Format(time.DateTime))
+	}
+	if len(l.Sagas) == 0 {
+		fmt.Fprintln(tw, "(none)")
 	}
 	tw.Flush()
 	if l.NextCursor != "" {
@@ -200,11 +213,24 @@ func printSaga(w io.Writer, s client.Saga, asJSON bool) {
 	if s.FailedStep != "" {
 		fmt.Fprintf(w, " at %s", s.FailedStep)
 	}
+	if s.TimedOut {
+		fmt.Fprint(w, " (timed out: the step may still be working)")
+	}
+	if s.Stuck {
+		fmt.Fprint(w, " (stuck: the watchdog fails it on its next tick)")
+	}
 	fmt.Fprintln(w)
+	target := s.TargetBranch
+	if target == "" {
+		target = "the target branch"
+	}
 	if s.Merged {
-		fmt.Fprintf(w, "  the code IS merged: %s\n", s.MergeSHA)
+		fmt.Fprintf(w, "  the code IS merged into %s at %s\n", target, s.MergeSHA)
 	} else {
-		fmt.Fprintln(w, "  the code is not merged")
+		fmt.Fprintf(w, "  the code is NOT merged into %s\n", target)
+	}
+	if s.State == string(contracts.StateMergeFailed) {
+		fmt.Fprintf(w, "  retry: prsaga retry %s\n", s.PRID)
 	}
 	if s.LastError != "" {
 		fmt.Fprintf(w, "  last error: %s\n", s.LastError)
@@ -214,21 +240,25 @@ func printSaga(w io.Writer, s client.Saga, asJSON bool) {
 
 func printTimeline(w io.Writer, s client.Saga) {
 	fmt.Fprintf(w, "%s (%s, correlation id %s)\n", s.PRID, s.State, s.CorrelationID)
-	var prev time.Time
-	for _, t := range s.Transitions {
-		gap := ""
-		if !prev.IsZero() {
-			gap = "+" + t.At.Sub(prev).Round(time.Millisecond).String()
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tAT\tIN STATE\tFROM\tTO\tBY\tREASON")
+	for i, t := range s.Transitions {
+		stay := ""
+		switch {
+		case i+1 < len(s.Transitions):
+			stay = s.Transitions[i+1].At.Sub(t.At).Round(time.Millisecond).String()
+		case contracts.State(t.ToState).InFlight():
+			stay = time.Since(t.At).Round(time.Millisecond).String() + " so far"
 		}
-		prev = t.At
 		from := t.FromState
 		if from == "" {
 			from = "·"
 		}
-		inferred := ""
+		reason := t.Reason
 		if t.Inferred {
-			inferred = " (inferred)"
+			reason += " (inferred)"
 		}
-		fmt.Fprintf(w, "  %2d  %-12s %-12s -> %-12s %s%s\n", t.Seq, gap, from, t.ToState, t.Reason, inferred)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Seq, t.At.Local().Format("15:04:05.000"), stay, from, t.ToState, dash(t.Actor), reason)
 	}
+	tw.Flush()
 }

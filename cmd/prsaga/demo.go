@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,24 +12,57 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
-	"github.com/prsaga/prsaga/cmd/prsaga/internal/sample"
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/config"
+	"github.com/prsaga/prsaga/platform/runner"
 )
 
-// scenario is one demo PR: how to prepare it and how it must end.
-type scenario struct {
-	name      string
-	pr        contracts.Request
-	ci        string // commit status "ci" posted on the head
-	wantState contracts.State
-	wantStep  contracts.State
+// demoConfig makes the demo fast: a short delivery budget (ack wait 1s ×
+// 2 deliveries + backoff 0.6s = 2.6s), step timeouts just above it (the
+// notifier's also covers its own webhook attempts), a quick watchdog. The
+// result passes the same validation as any configuration.
+func demoConfig(cfg config.Config, dir string) (config.Config, error) {
+	cfg.DataDir = dir
+	cfg.ReposDir = filepath.Join(dir, "repos")
+	cfg.Store = "sqlite://" + filepath.Join(dir, "db")
+	cfg.LogDir = filepath.Join(dir, "logs")
+	cfg.NATSURL = ""
+	cfg.APIToken, cfg.StatusToken = "", ""
+	cfg.WebhookAllowPrivate = true // the demo's webhook receivers are on loopback
+	cfg.AckWait, cfg.MaxDeliver = time.Second, 2
+	cfg.Backoff = []time.Duration{100 * time.Millisecond, 500 * time.Millisecond}
+	cfg.StepTimeouts = map[contracts.State]time.Duration{
+		contracts.StateValidating: 5 * time.Second,
+		contracts.StateMerging:    5 * time.Second,
+		contracts.StateNotifying:  40 * time.Second,
+		contracts.StateIndexing:   3 * time.Second,
+	}
+	cfg.WatchdogInterval, cfg.WatchdogBatch = 250*time.Millisecond, 100
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, stack.LedgerWatchdog(cfg).Validate()
 }
 
-// cmdDemo runs the scenarios against a fresh stack in a temp dir.
+// killedPR is the demo PR whose index step is killed on its first attempt.
+const killedPR = "acme/tools#5"
+
+// killIndexer is the indexer's fault hook in the demo: every delivery of
+// the first attempt of killedPR's notified event dies after the side
+// effect, as if the process crashed each time, until JetStream stops
+// redelivering. Nothing reports the failure: only the watchdog can.
+func killIndexer(point string, env contracts.Envelope) error {
+	if point == runner.FaultAfterEffect && env.Event.Type() == contracts.TypeNotified &&
+		env.Event.Subject() == killedPR && env.Meta.Attempt == 1 {
+		return errors.New("demo: the indexer was killed while indexing")
+	}
+	return nil
+}
+
+// cmdDemo runs every scenario of DESIGN §7 against a fresh stack in a temp
+// dir; exit 0 only if each ends as expected.
 func cmdDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs, load := newFlags("demo", getenv, stderr)
 	keep := fs.Bool("keep", false, "keep the temp dir (logs, databases, repositories)")
@@ -50,58 +84,53 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	cfg.DataDir = dir
-	cfg.ReposDir = filepath.Join(dir, "repos")
-	cfg.Store = "sqlite://" + filepath.Join(dir, "db")
-	cfg.LogDir = filepath.Join(dir, "logs")
-	cfg.APIToken, cfg.StatusToken = "", ""
-	cfg.WebhookAllowPrivate = true // the demo's webhook receiver is on loopback
-	cfg.Backoff = []time.Duration{100 * time.Millisecond, 500 * time.Millisecond}
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if cfg, err = demoConfig(cfg, dir); err != nil {
+		fmt.Fprintf(stderr, "prsaga demo: config: %v\n", err)
+		return exitFailed
+	}
+	st, err := startDemoStacks(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "prsaga demo: %v\n", err)
 		return exitFailed
 	}
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, HTTPListener: ln, NATSListen: "-"})
+	defer st.stop()
+	c := client.New(st.main.URL, "")
+
+	good, err := startHook(func() bool { return true })
 	if err != nil {
 		fmt.Fprintf(stderr, "prsaga demo: %v\n", err)
 		return exitFailed
 	}
-	defer st.Stop()
-	c := client.New(st.URL, "")
-
-	var hooks atomic.Int64
-	hook := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hooks.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	hookLn, err := net.Listen("tcp", "127.0.0.1:0")
+	defer good.Close()
+	var up atomic.Bool // the tools watcher starts down
+	flaky, err := startHook(up.Load)
 	if err != nil {
 		fmt.Fprintf(stderr, "prsaga demo: %v\n", err)
 		return exitFailed
 	}
-	go hook.Serve(hookLn)
-	defer hook.Close()
+	defer flaky.Close()
 
-	scenarios, err := prepareDemo(cfg.ReposDir)
+	scenarios, err := prepareDemo(cfg.ReposDir, func() { up.Store(true) })
 	if err != nil {
 		fmt.Fprintf(stderr, "prsaga demo: prepare repositories: %v\n", err)
 		return exitFailed
 	}
-	if err := c.PutWatchers(ctx, "acme/widgets", []map[string]string{{"url": "http://" + hookLn.Addr().String() + "/hook", "secret": "demo-secret"}}); err != nil {
-		fmt.Fprintf(stderr, "prsaga demo: register watcher: %v\n", err)
-		return exitFailed
+	for repo, h := range map[string]*hook{"acme/widgets": good, "acme/tools": flaky} {
+		if err := c.PutWatchers(ctx, repo, []map[string]string{{"url": h.url, "secret": "demo-secret"}}); err != nil {
+			fmt.Fprintf(stderr, "prsaga demo: register watcher: %v\n", err)
+			return exitFailed
+		}
 	}
-	fmt.Fprintf(stdout, "prsaga demo: %d scenarios, API %s\n\n", len(scenarios), st.URL)
+	fmt.Fprintf(stdout, "prsaga demo: %d scenarios, dashboard %s/ (step timeouts %v, watchdog every %s)\n\n",
+		len(scenarios), st.main.URL, cfg.StepTimeouts, cfg.WatchdogInterval)
 	failed := 0
 	for _, sc := range scenarios {
-		ok := runScenario(ctx, c, sc, *timeout, stdout)
-		if !ok {
+		if !runScenario(ctx, c, sc, *timeout, stdout) {
 			failed++
 		}
 	}
-	fmt.Fprintf(stdout, "webhook deliveries received: %d\n", hooks.Load())
+	fmt.Fprintf(stdout, "webhook deliveries received: %d (widgets), %d (tools; %d refused while down)\n",
+		good.ok.Load(), flaky.ok.Load(), flaky.refused.Load())
 	if failed > 0 {
 		fmt.Fprintf(stdout, "\n%d of %d scenarios did NOT end as expected (logs: rerun with --keep)\n", failed, len(scenarios))
 		return exitFailed
@@ -110,83 +139,62 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 	return exitOK
 }
 
-func runScenario(ctx context.Context, c *client.Client, sc scenario, timeout time.Duration, out io.Writer) bool {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	want := string(sc.wantState)
-	if sc.wantStep != "" {
-		want += " at " + string(sc.wantStep)
-	}
-	fmt.Fprintf(out, "== %s: %s, expect %s\n", sc.name, sc.pr.PRID, want)
-	if err := c.PostStatus(ctx, sc.pr.Repo, sc.pr.HeadSHA, "ci", sc.ci); err != nil {
-		fmt.Fprintf(out, "   FAIL: post status: %v\n\n", err)
-		return false
-	}
-	acc, err := c.Merge(ctx, sc.pr)
-	if err != nil {
-		fmt.Fprintf(out, "   FAIL: merge request: %v\n\n", err)
-		return false
-	}
-	s, err := c.Wait(ctx, sc.pr.PRID, acc.CorrelationID)
-	if err != nil {
-		fmt.Fprintf(out, "   FAIL: %v\n\n", err)
-		return false
-	}
-	printTimeline(out, s)
-	if s.LastError != "" {
-		fmt.Fprintf(out, "  last error: %s\n", s.LastError)
-	}
-	if s.State != string(sc.wantState) || s.FailedStep != string(sc.wantStep) {
-		fmt.Fprintf(out, "   FAIL: ended %s %s\n\n", s.State, s.FailedStep)
-		return false
-	}
-	fmt.Fprintf(out, "   ok\n\n")
-	return true
+// demoStacks are the demo's two stacks on one NATS server: everything but
+// the indexer, and the indexer with its fault hook (a hook sees every
+// consumer of its stack; alone, it can only kill the indexer).
+type demoStacks struct {
+	main, indexer *stack.Stack
 }
 
-// prepareDemo creates the sample repositories and returns the scenarios.
-func prepareDemo(reposDir string) ([]scenario, error) {
-	w, err := sample.Init(reposDir, "acme/widgets")
+func startDemoStacks(ctx context.Context, cfg config.Config) (*demoStacks, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	base, err := w.Commit("main", plumbing.ZeroHash, map[string]string{"README.md": "# widgets\n", "src/widget.go": "package widget\n"}, "initial commit")
+	main, err := stack.Start(ctx, stack.Options{Config: cfg, HTTPListener: ln, NATSListen: "127.0.0.1:0",
+		Services: []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceLedger}})
 	if err != nil {
 		return nil, err
 	}
-	hello, err := w.Commit("feature/hello", base, map[string]string{"src/hello.go": "package widget\n\n// Hello greets.\nfunc Hello() string { return \"hello\" }\n"}, "add Hello")
+	icfg := cfg
+	icfg.NATSURL = main.NATS.Addr()
+	ix, err := stack.Start(ctx, stack.Options{Config: icfg, Services: []string{contracts.ServiceIndexer}, NoHTTP: true, Fault: killIndexer})
 	if err != nil {
-		return nil, err
+		main.Stop()
+		return nil, fmt.Errorf("indexer: %w", err)
 	}
-	broken, err := w.Commit("feature/broken", base, map[string]string{"src/broken.go": "package widget\n\nfunc Broken( {\n"}, "add a broken file")
-	if err != nil {
-		return nil, err
-	}
-	g, err := sample.Init(reposDir, "acme/gadgets")
-	if err != nil {
-		return nil, err
-	}
-	gbase, err := g.Commit("", plumbing.ZeroHash, map[string]string{"README.md": "# gadgets\nversion 1\n"}, "initial commit")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := g.Commit("main", gbase, map[string]string{"README.md": "# gadgets\nversion 2 (main)\n"}, "bump on main"); err != nil {
-		return nil, err
-	}
-	clash, err := g.Commit("feature/readme", gbase, map[string]string{"README.md": "# gadgets\nversion 2 (feature)\n"}, "bump on the branch")
-	if err != nil {
-		return nil, err
-	}
-	req := func(repo string, n int, src string, head plumbing.Hash, title string) contracts.Request {
-		return contracts.Request{
-			PRID: contracts.PRID(repo, n), Repo: repo, PRNumber: n,
-			SourceBranch: src, TargetBranch: "main", HeadSHA: head.String(),
-			Strategy: contracts.StrategyMerge, Title: title, RequestedBy: "demo",
-		}
-	}
-	return []scenario{
-		{name: "clean merge (one watcher notified)", pr: req("acme/widgets", 1, "feature/hello", hello, "Add Hello"), ci: "success", wantState: contracts.StateMerged},
-		{name: "CI failed", pr: req("acme/widgets", 2, "feature/broken", broken, "Add a broken file"), ci: "failure", wantState: contracts.StateMergeFailed, wantStep: contracts.StateValidating},
-		{name: "conflict", pr: req("acme/gadgets", 3, "feature/readme", clash, "Bump the README"), ci: "success", wantState: contracts.StateMergeFailed, wantStep: contracts.StateMerging},
-	}, nil
+	return &demoStacks{main: main, indexer: ix}, nil
 }
+
+func (d *demoStacks) stop() {
+	d.indexer.Stop()
+	d.main.Stop()
+}
+
+// hook is a webhook receiver that answers 503 while up() is false.
+type hook struct {
+	url         string
+	srv         *http.Server
+	ok, refused atomic.Int64
+}
+
+func startHook(up func() bool) (*hook, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	h := &hook{url: "http://" + ln.Addr().String() + "/hook"}
+	h.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up() {
+			h.refused.Add(1)
+			http.Error(w, "receiver down", http.StatusServiceUnavailable)
+			return
+		}
+		h.ok.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go h.srv.Serve(ln)
+	return h, nil
+}
+
+func (h *hook) Close() { h.srv.Close() }

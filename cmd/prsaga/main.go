@@ -33,10 +33,15 @@ usage: prsaga <command> [arguments] [flags]
   dev                 run embedded NATS + all five services + dashboard in one process
   demo                run the scenarios in a temp dir and print each PR's timeline
   serve <service>     run one service (validator|merger|notifier|indexer|ledger)
+  nats                run only the embedded NATS server on PRSAGA_NATS_LISTEN, for separate serve processes
   merge               request a merge (--repo --pr --source --target --head [--strategy --title --by --wait])
   status <pr>         show one saga
-  list                list sagas [--state S] [--repo R] [--limit N]
-  history <pr>        show a saga's transitions
+  list                list sagas [--state S] [--repo R] [--stuck] [--limit N]
+  history <pr>        show a saga's transitions (time, time in state, who)
+  retry <pr>          retry a failed saga: replay its failed step's trigger [--dry-run] [--force] [--wait D]
+  trace <corr-id>     one timeline of a run from every service's log lines and the ledger [--logs DIR]
+  schema --store ydb  print the YQL of every service's tables [--database /local]
+  bench               run a benchmark workload (--workload W1|W2 --prs N --concurrency C --repos R --mode inproc|procs)
 
 Every command takes --help. Configuration: PRSAGA_* environment variables, each also a flag.
 `
@@ -54,6 +59,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		"status":  cmdStatus,
 		"list":    cmdList,
 		"history": cmdHistory,
+		"retry":   cmdRetry,
+		"trace":   cmdTrace,
+		"bench":   cmdBench,
+		"nats":    cmdNATS,
+		"schema":  cmdSchema,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

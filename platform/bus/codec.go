@@ -42,7 +42,8 @@ func Encode(subject string, e *event.Event) (*nats.Msg, error) {
 	if err := portable(e); err != nil {
 		return nil, fmt.Errorf("encode event: %w", err)
 	}
-	h := nats.Header{}
+	ext := e.Extensions()
+	h := make(nats.Header, 10+len(ext))
 	set := func(k, v string) { h[headerPrefix+k] = []string{escape(v)} }
 	set("specversion", e.SpecVersion())
 	set("id", e.ID())
@@ -63,8 +64,12 @@ func Encode(subject string, e *event.Event) (*nats.Msg, error) {
 	}
 	set("datacontenttype", ct)
 	h[headerContentType] = []string{ct}
-	for k, v := range e.Extensions() {
-		set(k, fmt.Sprint(v))
+	for k, v := range ext {
+		if s, ok := v.(string); ok {
+			set(k, s)
+		} else {
+			set(k, fmt.Sprint(v))
+		}
 	}
 	h[HeaderMsgID] = []string{e.ID()}
 	return &nats.Msg{Subject: subject, Header: h, Data: e.Data()}, nil
@@ -215,11 +220,22 @@ func validExtName(n string) bool {
 // escape percent-encodes what the binding says must not appear raw in a
 // header value: space, '"', '%' and anything outside U+0021–U+007E.
 func escape(s string) string {
+	i := 0
+	for i < len(s) && !mustEscape(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return s // the usual case: nothing to escape
+	}
 	var b strings.Builder
+	b.Grow(len(s) + 8)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c <= ' ' || c >= 0x7f || c == '"' || c == '%' {
-			fmt.Fprintf(&b, "%%%02X", c)
+		if mustEscape(c) {
+			const hex = "0123456789ABCDEF"
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
 			continue
 		}
 		b.WriteByte(c)
@@ -227,11 +243,20 @@ func escape(s string) string {
 	return b.String()
 }
 
+func mustEscape(c byte) bool { return c <= ' ' || c >= 0x7f || c == '"' || c == '%' }
+
 // unescape reverses escape; it also accepts a double-quoted value and
 // rejects invalid UTF-8.
 func unescape(s string) (string, error) {
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
+	}
+	if strings.IndexByte(s, '%') < 0 {
+		// Nothing to unescape (the usual case).
+		if !utf8.ValidString(s) {
+			return "", fmt.Errorf("value is not valid UTF-8")
+		}
+		return s, nil
 	}
 	v, err := url.PathUnescape(s)
 	if err != nil {

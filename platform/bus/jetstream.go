@@ -101,7 +101,10 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", redactURL(url), err)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1024))
+	// An async publish whose ack never comes fails after PublishAsyncTimeout
+	// (its outbox row stays unsent and is published again), instead of
+	// holding one of the MaxPending slots for good.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1024), jetstream.WithPublishAsyncTimeout(PublishAsyncTimeout))
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -207,6 +210,22 @@ func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck,
 		return nil, fmt.Errorf("publish to %s: %w", msg.Subject, err)
 	}
 	return ack, nil
+}
+
+// PublishAsyncTimeout bounds the wait for the ack of an async publish.
+const PublishAsyncTimeout = 10 * time.Second
+
+// PublishMsgAsync publishes a prepared message without waiting for the
+// ack: the future resolves with JetStream's ack, an error, or
+// ErrAsyncPublishTimeout after PublishAsyncTimeout. The connection keeps
+// publishes in order. Used by the outbox relay to put a whole batch on the
+// wire and then await the acks together.
+func (b *Bus) PublishMsgAsync(msg *nats.Msg) (jetstream.PubAckFuture, error) {
+	f, err := b.JS.PublishMsgAsync(msg)
+	if err != nil {
+		return nil, fmt.Errorf("publish to %s: %w", msg.Subject, err)
+	}
+	return f, nil
 }
 
 // DeadLetter publishes a message that cannot be attributed to a saga to

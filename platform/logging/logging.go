@@ -1,9 +1,11 @@
 // Package logging builds the services' JSON loggers: one line per record
-// with `service` on every line, to stdout and to <dir>/<service>.jsonl, and
-// derives per-message loggers carrying the saga's ids.
+// with `service` on every line, to stdout and to <dir>/<service>.jsonl
+// (rotated by size), and derives per-message loggers carrying the saga's
+// ids — what `prsaga trace` stitches into one timeline.
 package logging
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/prsaga/prsaga/contracts"
 )
@@ -21,6 +25,11 @@ type Config struct {
 	Level   slog.Level
 	Dir     string    // "" = no file
 	Stdout  io.Writer // nil = no console output
+	// MaxSizeMB is the size at which <service>.jsonl is rotated (renamed to
+	// <service>-<time>.jsonl, which `prsaga trace` still reads); default 100.
+	MaxSizeMB int
+	// MaxBackups is how many rotated files are kept; default 5.
+	MaxBackups int
 }
 
 // ParseLevel reads PRSAGA_LOG_LEVEL (debug, info, warn, error).
@@ -43,12 +52,9 @@ func New(cfg Config) (*slog.Logger, io.Closer, error) {
 		ws = append(ws, cfg.Stdout)
 	}
 	if cfg.Dir != "" {
-		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("log dir: %w", err)
-		}
-		f, err := os.OpenFile(filepath.Join(cfg.Dir, cfg.Service+".jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := openFile(cfg)
 		if err != nil {
-			return nil, nil, fmt.Errorf("log file: %w", err)
+			return nil, nil, err
 		}
 		ws = append(ws, f)
 		closer = f
@@ -59,6 +65,34 @@ func New(cfg Config) (*slog.Logger, io.Closer, error) {
 	}
 	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.Level})
 	return slog.New(h).With("service", cfg.Service), closer, nil
+}
+
+// openFile opens <dir>/<service>.jsonl for appending, rotated by size.
+func openFile(cfg Config) (*lumberjack.Logger, error) {
+	if cfg.Service == "" || strings.ContainsAny(cfg.Service, `/\`) || cfg.Service == "." || cfg.Service == ".." {
+		return nil, fmt.Errorf("log file: service name %q cannot name a file", cfg.Service)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	name := filepath.Join(cfg.Dir, cfg.Service+".jsonl")
+	// Created here so that it is readable by others (lumberjack would make
+	// it 0600); rotation keeps the mode of the file it rotates.
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	size, backups := cfg.MaxSizeMB, cfg.MaxBackups
+	if size <= 0 {
+		size = 100
+	}
+	if backups <= 0 {
+		backups = 5
+	}
+	return &lumberjack.Logger{Filename: name, MaxSize: size, MaxBackups: backups, LocalTime: false}, nil
 }
 
 // lockedWriter keeps lines whole when several handlers share one file.
@@ -73,14 +107,43 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// ForEvent derives the logger for handling one event.
+// ForEvent derives the logger for handling one event: the saga's ids, and
+// the trace and span ids of the event's W3C traceparent when it has one
+// (inside a runner, the handling span's), so that a log line leads to its
+// trace.
 func ForEvent(l *slog.Logger, env contracts.Envelope) *slog.Logger {
-	return l.With(
+	args := []any{
 		"correlation_id", env.Meta.CorrelationID,
 		"pr_id", env.Req().PRID,
 		"event_id", env.Event.ID(),
 		"event_type", env.Event.Type(),
 		"causation_id", env.Meta.CausationID,
 		"attempt", env.Meta.Attempt,
-	)
+	}
+	if traceID, spanID, err := ParseTraceParent(env.Meta.TraceParent); err == nil {
+		args = append(args, "trace_id", traceID, "span_id", spanID)
+	}
+	return l.With(args...)
+}
+
+// ParseTraceParent returns the trace id and parent span id of a W3C
+// traceparent ("00-<32 hex>-<16 hex>-<2 hex>"), both lower-case hex.
+func ParseTraceParent(tp string) (traceID, spanID string, err error) {
+	parts := strings.Split(tp, "-")
+	if len(tp) < 55 || len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || len(parts[1]) != 32 || len(parts[2]) != 16 || len(parts[3]) != 2 ||
+		!lowerHex(tp[:55]) || parts[1] == strings.Repeat("0", 32) || parts[2] == strings.Repeat("0", 16) ||
+		(parts[0] == "00" && len(parts) != 4) {
+		return "", "", errors.New("not a W3C traceparent")
+	}
+	return parts[1], parts[2], nil
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -3,6 +3,8 @@ package outbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -24,12 +26,31 @@ type Publisher interface {
 	PublishMsg(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error)
 }
 
+// AsyncPublisher is a Publisher that can also put a message on the wire
+// without waiting for its ack (bus.Bus is one). The relay then publishes a
+// whole batch and awaits the acks together: one round trip per batch
+// instead of one per row.
+type AsyncPublisher interface {
+	Publisher
+	PublishMsgAsync(msg *nats.Msg) (jetstream.PubAckFuture, error)
+}
+
+// ackWait bounds the wait for a batch's acks; a row whose ack does not
+// come stays unsent and is published again.
+const ackWait = 15 * time.Second
+
 // Relay publishes every unsent outbox row, then marks it sent. It is woken
 // right after a commit that emitted events and polls slowly as a safety
 // net. Several relays may run on one outbox: there is no claim and no
 // cursor, so a duplicate publish can happen and dies in JetStream's dedupe
 // window (Nats-Msg-Id) or in the consumers' inbox; a crash between publish
 // and mark-sent republishes, never loses.
+//
+// Run marks rows sent in bulk: what was acked is remembered (and not
+// published again by this relay) and marked sent once MarkDelay has passed
+// or a batch has gathered, in one statement — marking is one write
+// transaction per round instead of per publish. A crash before the mark
+// republishes those rows, as above.
 type Relay struct {
 	Store  Store
 	Pub    Publisher
@@ -37,6 +58,34 @@ type Relay struct {
 	Poll   time.Duration                    // safety-net interval; default 1s
 	Batch  int                              // rows per round; default 256
 	Before func(row sqlite.OutboxRow) error // test hook: fault point before publish
+	// MarkDelay is how long Run may hold acked rows before marking them
+	// sent; default 20ms, negative marks after every round.
+	MarkDelay time.Duration
+}
+
+// acked are rows published and acked, not marked sent yet.
+type acked struct {
+	ids   []string
+	set   map[string]bool
+	since time.Time // of the oldest
+}
+
+func (a *acked) add(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	if a.set == nil {
+		a.set = map[string]bool{}
+	}
+	if len(a.ids) == 0 {
+		a.since = time.Now()
+	}
+	for _, id := range ids {
+		if !a.set[id] {
+			a.set[id] = true
+			a.ids = append(a.ids, id)
+		}
+	}
 }
 
 // Run relays until ctx is done. It returns nil on cancellation.
@@ -45,11 +94,25 @@ func (r *Relay) Run(ctx context.Context) error {
 	if poll <= 0 {
 		poll = time.Second
 	}
+	delay := r.MarkDelay
+	if delay == 0 {
+		delay = 20 * time.Millisecond
+	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	var held acked
+	defer func() {
+		// Mark what was acked before stopping, so that a clean stop does
+		// not republish it.
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := r.mark(mctx, &held); err != nil {
+			r.Log.WarnContext(ctx, "outbox relay: marking sent at stop failed; the rows will be published again", "err", err)
+		}
+	}()
 	backoff := 100 * time.Millisecond
 	for {
-		n, err := r.Flush(ctx)
+		n, err := r.round(ctx, &held, delay)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -64,30 +127,106 @@ func (r *Relay) Run(ctx context.Context) error {
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		if n > 0 {
-			continue // there may be more
+		if n >= r.batch() {
+			continue // a full batch: there may be more
+		}
+		var due <-chan time.Time
+		if len(held.ids) > 0 {
+			due = time.After(max(0, delay-time.Since(held.since)))
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-r.Store.Committed():
 		case <-t.C:
+		case <-due:
+			if err := r.mark(ctx, &held); err != nil && ctx.Err() == nil {
+				r.Log.WarnContext(ctx, "outbox relay: marking sent failed; will retry", "err", err)
+			}
 		}
 	}
 }
 
-// Flush publishes one batch of unsent rows and marks the acked ones sent.
-// It returns how many rows it marked.
+// Flush publishes one batch of unsent rows and marks the acked ones sent
+// (in one statement). It returns how many rows it marked. Rows are
+// published in outbox order; with an AsyncPublisher all of them go out
+// before the first ack is awaited. A failure stops publishing the rest of
+// the batch; what was acked is still marked.
 func (r *Relay) Flush(ctx context.Context) (int, error) {
-	batch := r.Batch
-	if batch <= 0 {
-		batch = 256
-	}
-	rows, err := r.Store.Unsent(ctx, batch)
-	if err != nil || len(rows) == 0 {
+	var held acked
+	return r.round(ctx, &held, -1)
+}
+
+// round publishes unsent rows not held already and adds the acked ones to
+// held; it marks held sent when delay has passed (at once when negative)
+// or a batch has gathered. It returns how many rows it published.
+func (r *Relay) round(ctx context.Context, held *acked, delay time.Duration) (int, error) {
+	batch := r.batch()
+	all, err := r.Store.Unsent(ctx, batch+len(held.ids))
+	if err != nil {
 		return 0, err
 	}
+	rows := all[:0]
+	for _, row := range all {
+		if !held.set[row.ID] && len(rows) < batch {
+			rows = append(rows, row)
+		}
+	}
+	var sent []string
+	var pubErr error
+	if len(rows) > 0 {
+		if ap, ok := r.Pub.(AsyncPublisher); ok {
+			sent, pubErr = r.publishAsync(ctx, ap, rows)
+		} else {
+			sent, pubErr = r.publishSync(ctx, rows)
+		}
+		held.add(sent)
+	}
+	if delay < 0 || len(held.ids) >= batch || len(held.ids) > 0 && time.Since(held.since) >= delay {
+		if err := r.mark(ctx, held); err != nil {
+			return 0, err
+		}
+	}
+	return len(sent), pubErr
+}
+
+func (r *Relay) batch() int {
+	if r.Batch <= 0 {
+		return 256
+	}
+	return r.Batch
+}
+
+// mark marks the held rows sent.
+func (r *Relay) mark(ctx context.Context, held *acked) error {
+	if len(held.ids) == 0 {
+		return nil
+	}
+	if err := r.Store.MarkSent(ctx, held.ids); err != nil {
+		return err
+	}
+	*held = acked{}
+	return nil
+}
+
+func (r *Relay) publishSync(ctx context.Context, rows []sqlite.OutboxRow) ([]string, error) {
 	sent := make([]string, 0, len(rows))
+	for _, row := range rows {
+		if r.Before != nil {
+			if err := r.Before(row); err != nil {
+				return sent, err
+			}
+		}
+		if _, err := r.Pub.PublishMsg(ctx, row.Msg()); err != nil {
+			return sent, err
+		}
+		sent = append(sent, row.ID)
+	}
+	return sent, nil
+}
+
+func (r *Relay) publishAsync(ctx context.Context, ap AsyncPublisher, rows []sqlite.OutboxRow) ([]string, error) {
+	futures := make([]jetstream.PubAckFuture, 0, len(rows))
 	var pubErr error
 	for _, row := range rows {
 		if r.Before != nil {
@@ -95,13 +234,29 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 				break
 			}
 		}
-		if _, pubErr = r.Pub.PublishMsg(ctx, row.Msg()); pubErr != nil {
+		f, err := ap.PublishMsgAsync(row.Msg())
+		if err != nil {
+			pubErr = err
 			break
 		}
-		sent = append(sent, row.ID)
+		futures = append(futures, f)
 	}
-	if err := r.Store.MarkSent(ctx, sent); err != nil {
-		return 0, err
+	sent := make([]string, 0, len(futures))
+	timeout := time.NewTimer(ackWait)
+	defer timeout.Stop()
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+			sent = append(sent, rows[i].ID)
+		case err := <-f.Err():
+			if pubErr == nil {
+				pubErr = fmt.Errorf("publish to %s: %w", rows[i].Subject, err)
+			}
+		case <-timeout.C:
+			return sent, errors.Join(pubErr, fmt.Errorf("no ack for %d of %d publishes within %s", len(futures)-i, len(futures), ackWait))
+		case <-ctx.Done():
+			return sent, errors.Join(pubErr, ctx.Err())
+		}
 	}
-	return len(sent), pubErr
+	return sent, pubErr
 }

@@ -49,7 +49,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 	}
 }
 
-func requested(t *testing.T, id string) *event.Event {
+func requested(t testing.TB, id string) *event.Event {
 	t.Helper()
 	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), contracts.Request{
 		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,

@@ -44,18 +44,28 @@ type setup struct {
 	// out builds the outgoing event; nil emits validated from the validator.
 	out   func(env contracts.Envelope) (*event.Event, error)
 	fault func(point string, env contracts.Envelope) error
+	// commitErr, when set, fails the commit closure of an event (after its
+	// writes) with the error it returns.
+	commitErr func(env contracts.Envelope) error
+	// batch sets HandleBatch (built on effect and out) instead of Handle;
+	// batches records the size of each call.
+	batch   bool
+	workers int
+	// tune adjusts the runner's configuration last.
+	tune func(cfg *runner.Config)
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	b       *bus.Bus
 	db      *sqlite.DB
 	r       *runner.Runner
 	durable string
 	calls   atomic.Int64 // handler runs (side effects attempted)
+	batches atomic.Int64 // HandleBatch calls
 }
 
-func start(t *testing.T, s setup) *harness {
+func start(t testing.TB, s setup) *harness {
 	t.Helper()
 	if s.durable == "" {
 		s.durable = contracts.ConsumerValidator
@@ -97,12 +107,26 @@ func start(t *testing.T, s setup) *harness {
 			if _, err := tx.Exec(`INSERT INTO effects (event_id) VALUES (?)`, env.Event.ID()); err != nil {
 				return err
 			}
-			return tx.Emit(out)
+			if err := tx.Emit(out); err != nil {
+				return err
+			}
+			if s.commitErr != nil {
+				return s.commitErr(env)
+			}
+			return nil
 		}, nil
+	}
+	handleBatch := func(ctx context.Context, envs []contracts.Envelope, logs []*slog.Logger) ([]runner.Commit, []error) {
+		h.batches.Add(1)
+		commits, errs := make([]runner.Commit, len(envs)), make([]error, len(envs))
+		for i, env := range envs {
+			commits[i], errs[i] = handle(ctx, env, logs[i])
+		}
+		return commits, errs
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := runner.Start(ctx, runner.Config{
+	cfg := runner.Config{
 		Service:  contracts.ServiceValidator,
 		Consumer: bus.ConsumerSpec{Durable: s.durable, Subjects: []string{s.subject}, GiveUp: s.giveUp},
 		Bus:      b,
@@ -112,7 +136,15 @@ func start(t *testing.T, s setup) *harness {
 		Step:     s.step,
 		Backoff:  []time.Duration{5 * time.Millisecond},
 		Fault:    s.fault,
-	})
+		Workers:  s.workers,
+	}
+	if s.batch {
+		cfg.Handle, cfg.HandleBatch = nil, handleBatch
+	}
+	if s.tune != nil {
+		s.tune(&cfg)
+	}
+	r, err := runner.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("start runner: %v", err)
 	}
@@ -152,7 +184,7 @@ func validRequest() contracts.Request {
 	}
 }
 
-func requested(t *testing.T, id string, r contracts.Request) *event.Event {
+func requested(t testing.TB, id string, r contracts.Request) *event.Event {
 	t.Helper()
 	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), r, "")
 	if err != nil {

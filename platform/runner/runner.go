@@ -1,7 +1,14 @@
 // Package runner is the one consume → transaction → ack loop every service
 // uses (DESIGN §5): inbox check, the step's side effect outside any
 // transaction, one transaction {inbox, own state, outbox}, ack. A service
-// supplies only its Handler.
+// supplies only its Handler (or a BatchHandler).
+//
+// Under load a worker commits the messages already waiting for it together
+// (Config.Batch, BatchWindow): one transaction, each message in its own
+// savepoint, so that each outcome stays its own — a message whose commit
+// fails is rolled back alone and retried, the others commit and are acked.
+// Messages are acked only after their commit; with one worker they are
+// handled, committed and acked in delivery order.
 package runner
 
 import (
@@ -12,12 +19,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/logging"
 	"github.com/prsaga/prsaga/platform/sqlite"
 )
 
@@ -32,10 +37,31 @@ type Commit func(tx *sqlite.Tx) error
 // backoff and redelivered.
 type Handler func(ctx context.Context, env contracts.Envelope, log *slog.Logger) (Commit, error)
 
+// BatchHandler handles several events in one call, for a side effect that
+// is much cheaper in bulk (one search-index write for many documents). It
+// returns one Commit and one error per event, in the order given: an error
+// retries that event alone. Like a Handler it runs outside any transaction
+// and must be idempotent; logs[i] is envs[i]'s logger.
+type BatchHandler func(ctx context.Context, envs []contracts.Envelope, logs []*slog.Logger) ([]Commit, []error)
+
 // Store is what the runner needs of a service's database.
 type Store interface {
 	Processed(ctx context.Context, consumer, eventID string) (bool, error)
 	Update(ctx context.Context, fn func(tx *sqlite.Tx) error) error
+}
+
+// InboxReader is a Store that looks several events up in one query.
+type InboxReader interface {
+	ProcessedAny(ctx context.Context, consumer string, eventIDs []string) (map[string]bool, error)
+}
+
+// BatchStore is a Store that commits several units in one transaction,
+// each in its own savepoint (sqlite.DB.UpdateEach): errs[i] is unit i's
+// own failure (rolled back alone), err a failure of the whole (nothing
+// committed). A Store without it gets one transaction per message.
+type BatchStore interface {
+	Store
+	UpdateEach(ctx context.Context, fns []func(tx *sqlite.Tx) error) (errs []error, err error)
 }
 
 // Config of one consumer loop.
@@ -45,15 +71,29 @@ type Config struct {
 	Bus      *bus.Bus
 	Store    Store
 	Handle   Handler
-	Log      *slog.Logger
+	// HandleBatch, when set, is used instead of Handle: each batch of
+	// messages (up to Batch, what is already delivered) goes to one call.
+	HandleBatch BatchHandler
+	Log         *slog.Logger
 	// Step is the saga step this consumer performs. With Consumer.GiveUp, the
 	// last allowed delivery skips the handler and emits
 	// step_failed(Step, retries_exhausted).
 	Step contracts.State
 	// Backoff lists Nak delays by delivery number (the last repeats).
 	Backoff []time.Duration
-	// Workers handling messages concurrently; default 4.
+	// Workers handling messages concurrently; default 4. With one worker
+	// messages are handled, committed and acked in delivery order.
 	Workers int
+	// Batch bounds the messages a worker commits in one transaction, each
+	// in its own savepoint so that each outcome stays its own (a failing
+	// one is rolled back and retried alone). Default 64; 1 commits every
+	// message alone. Only what is already delivered is batched: a worker
+	// never waits for more messages.
+	Batch int
+	// BatchWindow bounds how long a worker keeps adding messages to a batch
+	// (their side effects run one after another before the commit), so
+	// that slow side effects are committed and acked promptly; default 5ms.
+	BatchWindow time.Duration
 	// Fault, when set, is called at named points (see Fault* constants); an
 	// error it returns aborts handling there, as a crash would. Tests only.
 	Fault func(point string, env contracts.Envelope) error
@@ -82,10 +122,19 @@ type Runner struct {
 
 var errDuplicate = errors.New("duplicate delivery")
 
+// maxPullAhead bounds the messages a runner holds delivered but unhandled.
+const maxPullAhead = 256
+
 // Start creates the durable consumer and starts consuming.
 func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 64
+	}
+	if cfg.BatchWindow <= 0 {
+		cfg.BatchWindow = 5 * time.Millisecond
 	}
 	if len(cfg.Backoff) == 0 {
 		cfg.Backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
@@ -99,7 +148,11 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &Runner{cfg: cfg, work: make(chan jetstream.Msg), quit: make(chan struct{}), stop: cancel}
+	// Up to a batch per worker is pulled ahead, so that a worker finishing
+	// a batch finds the next one waiting; every message pulled but not yet
+	// handled is delivered, its AckWait running.
+	ahead := min(cfg.Batch*cfg.Workers, maxPullAhead)
+	r := &Runner{cfg: cfg, work: make(chan jetstream.Msg, ahead), quit: make(chan struct{}), stop: cancel}
 	for i := 0; i < cfg.Workers; i++ {
 		r.wg.Add(1)
 		go func() {
@@ -107,7 +160,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 			for {
 				select {
 				case m := <-r.work:
-					r.handle(rctx, m)
+					r.handleBatch(rctx, m)
 				case <-r.quit:
 					return
 				}
@@ -120,7 +173,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		case <-r.quit:
 			// Not handled: redelivered after AckWait, to this or another instance.
 		}
-	}, jetstream.PullMaxMessages(2*cfg.Workers), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	}, jetstream.PullMaxMessages(max(2*cfg.Workers, ahead)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 			cfg.Log.Debug("consume", "err", err)
 		}
@@ -147,150 +200,3 @@ func (r *Runner) Stop() {
 		r.stop()
 	})
 }
-
-func (r *Runner) handle(ctx context.Context, m jetstream.Msg) {
-	log := r.cfg.Log
-	e, err := bus.Decode(m.Headers(), m.Data())
-	if err != nil {
-		r.deadLetter(ctx, m, err.Error())
-		return
-	}
-	env, err := contracts.Open(e)
-	if err == nil && e.Type() != contracts.TypeMergeRequested {
-		// An invalid requested event is answered by the validator
-		// (invalid_request); any other invalid event has nobody to answer.
-		err = env.ValidatePayload()
-	}
-	if err != nil {
-		r.deadLetter(ctx, m, err.Error())
-		return
-	}
-	log = logging.ForEvent(log, env)
-	seen, err := r.cfg.Store.Processed(ctx, r.cfg.Consumer.Durable, e.ID())
-	if err != nil {
-		r.retry(ctx, m, log, err)
-		return
-	}
-	if seen {
-		log.DebugContext(ctx, "duplicate delivery dropped")
-		r.ack(ctx, m, log)
-		return
-	}
-	var commit Commit
-	if r.lastDelivery(m) {
-		commit, err = r.exhausted(env)
-		log.WarnContext(ctx, "delivery budget exhausted; step failed", "step", r.cfg.Step)
-	} else {
-		commit, err = r.effect(ctx, m, env, log)
-	}
-	if err == nil && r.cfg.Fault != nil {
-		err = r.cfg.Fault(FaultAfterEffect, env)
-	}
-	if err != nil {
-		r.retry(ctx, m, log, err)
-		return
-	}
-	err = r.cfg.Store.Update(ctx, func(tx *sqlite.Tx) error {
-		first, err := tx.MarkProcessed(r.cfg.Consumer.Durable, e.ID())
-		if err != nil {
-			return err
-		}
-		if !first {
-			return errDuplicate
-		}
-		if commit == nil {
-			return nil
-		}
-		return commit(tx)
-	})
-	if errors.Is(err, errDuplicate) {
-		log.DebugContext(ctx, "duplicate delivery dropped at commit")
-		r.ack(ctx, m, log)
-		return
-	}
-	if err != nil {
-		r.retry(ctx, m, log, fmt.Errorf("commit: %w", err))
-		return
-	}
-	if r.cfg.Fault != nil {
-		if err := r.cfg.Fault(FaultAfterCommit, env); err != nil {
-			return // as if the process died: redelivered after AckWait
-		}
-	}
-	r.ack(ctx, m, log)
-}
-
-// effect runs the handler, telling JetStream the message is in progress
-// every AckWait/2 so that a long side effect is not redelivered meanwhile.
-func (r *Runner) effect(ctx context.Context, m jetstream.Msg, env contracts.Envelope, log *slog.Logger) (Commit, error) {
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		t := time.NewTicker(r.cfg.Bus.Config().AckWait / 2)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = m.InProgress()
-			}
-		}
-	}()
-	return r.cfg.Handle(ctx, env, log)
-}
-
-func (r *Runner) lastDelivery(m jetstream.Msg) bool {
-	if !r.cfg.Consumer.GiveUp || r.cfg.Step == "" {
-		return false
-	}
-	md, err := m.Metadata()
-	return err == nil && int(md.NumDelivered) >= r.cfg.Bus.Config().MaxDeliver
-}
-
-func (r *Runner) exhausted(env contracts.Envelope) (Commit, error) {
-	max := r.cfg.Bus.Config().MaxDeliver
-	f := contracts.StepFailed{
-		Request:   env.Req(),
-		Step:      r.cfg.Step,
-		Code:      contracts.CodeRetriesExhausted,
-		Reason:    fmt.Sprintf("%s gave up after %d deliveries of %s", r.cfg.Service, max, env.Event.ID()),
-		Retryable: true,
-	}
-	out, err := contracts.Follow(env.Event, NewID(), contracts.TypeStepFailed, r.cfg.Service, r.cfg.Now(), f)
-	if err != nil {
-		return nil, err
-	}
-	return func(tx *sqlite.Tx) error { return tx.Emit(out) }, nil
-}
-
-func (r *Runner) retry(ctx context.Context, m jetstream.Msg, log *slog.Logger, err error) {
-	delay := r.cfg.Backoff[len(r.cfg.Backoff)-1]
-	if md, merr := m.Metadata(); merr == nil && int(md.NumDelivered) <= len(r.cfg.Backoff) {
-		delay = r.cfg.Backoff[md.NumDelivered-1]
-	}
-	log.WarnContext(ctx, "handling failed; will retry", "err", err, "retry_in", delay.String())
-	if nerr := m.NakWithDelay(delay); nerr != nil {
-		log.WarnContext(ctx, "nak failed; redelivery after ack wait", "err", nerr)
-	}
-}
-
-func (r *Runner) ack(ctx context.Context, m jetstream.Msg, log *slog.Logger) {
-	if err := m.Ack(); err != nil {
-		log.WarnContext(ctx, "ack failed; the inbox will drop the redelivery", "err", err)
-	}
-}
-
-func (r *Runner) deadLetter(ctx context.Context, m jetstream.Msg, reason string) {
-	log := r.cfg.Log.With("subject", m.Subject(), "reason", reason)
-	msg := natsMsg(m)
-	if err := r.cfg.Bus.DeadLetter(ctx, r.cfg.Consumer.Durable, msg, reason); err != nil {
-		r.retry(ctx, m, log, fmt.Errorf("dead-letter: %w", err))
-		return
-	}
-	log.WarnContext(ctx, "message dead-lettered", "dlq_subject", contracts.DLQSubject(r.cfg.Consumer.Durable))
-	r.ack(ctx, m, log)
-}
-
-// NewID returns a new event id (UUIDv7: time-ordered, so ids sort by creation).
-func NewID() string { return uuid.Must(uuid.NewV7()).String() }

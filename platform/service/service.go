@@ -20,6 +20,9 @@ type Consumer struct {
 	Spec   bus.ConsumerSpec
 	Step   contracts.State // the step it performs, for retries_exhausted
 	Handle runner.Handler
+	// HandleBatch, when set, replaces Handle: one call per batch of
+	// events (see runner.BatchHandler).
+	HandleBatch runner.BatchHandler
 	// Workers overrides Options.Workers for this consumer; 1 handles
 	// messages in stream order (the ledger's projection reads best so).
 	Workers int
@@ -64,16 +67,17 @@ func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Optio
 			workers = c.Workers
 		}
 		run, err := runner.Start(ctx, runner.Config{
-			Service:  s.Name,
-			Consumer: c.Spec,
-			Bus:      b,
-			Store:    s.DB,
-			Handle:   c.Handle,
-			Log:      log,
-			Step:     c.Step,
-			Backoff:  opts.Backoff,
-			Workers:  workers,
-			Fault:    opts.Fault,
+			Service:     s.Name,
+			Consumer:    c.Spec,
+			Bus:         b,
+			Store:       s.DB,
+			Handle:      c.Handle,
+			HandleBatch: c.HandleBatch,
+			Log:         log,
+			Step:        c.Step,
+			Backoff:     opts.Backoff,
+			Workers:     workers,
+			Fault:       opts.Fault,
 		})
 		if err != nil {
 			r.Stop()

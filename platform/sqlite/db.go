@@ -46,6 +46,9 @@ type DB struct {
 	w, r      *sql.DB
 	now       func() time.Time
 	committed chan struct{}
+	stmts     stmtCache  // on w
+	rstmts    stmtCache  // on r, for QueryContext and QueryRowContext
+	reads     readStmts  // on r
 	mu        sync.Mutex // guards closed
 	closed    bool
 }
@@ -83,13 +86,23 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	db := &DB{w: w, r: r, now: opts.Now, committed: make(chan struct{}, 1)}
+	// Keep every reader open: database/sql's default keeps two idle, so a
+	// burst of four readers would close two connections and open (and
+	// configure, and prepare statements on) new ones afterwards.
+	r.SetMaxIdleConns(4)
+	db := &DB{w: w, r: r, now: opts.Now, committed: make(chan struct{}, 1),
+		stmts:  stmtCache{stmts: map[string]*sql.Stmt{}, bad: map[string]bool{}},
+		rstmts: stmtCache{stmts: map[string]*sql.Stmt{}, bad: map[string]bool{}}}
 	if db.now == nil {
 		db.now = time.Now
 	}
 	sub, _ := fs.Sub(platformMigrations, "migrations")
 	all := append([]Migrations{{Component: "platform", FS: sub}}, migs...)
 	if err := db.migrate(ctx, all); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := db.prepare(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -104,6 +117,9 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
+	db.stmts.close()
+	db.rstmts.close()
+	db.reads.close()
 	return errors.Join(db.w.Close(), db.r.Close())
 }
 

@@ -2,9 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,24 +24,32 @@ func (r OutboxRow) Msg() *nats.Msg {
 	return &nats.Msg{Subject: r.Subject, Header: r.Header, Data: r.Body}
 }
 
+// unsentMax is the LIMIT of the prepared unsent-rows query.
+const unsentMax = 1024
+
 // Unsent lists up to limit unsent rows, oldest first. No cursor: a row
 // committed late by a slow transaction is still found by the next call.
 func (db *DB) Unsent(ctx context.Context, limit int) ([]OutboxRow, error) {
-	rows, err := db.r.QueryContext(ctx,
-		`SELECT id, subject, headers, body, created_at FROM outbox WHERE sent_at IS NULL ORDER BY created_at LIMIT ?`, limit)
+	var rows *sql.Rows
+	var err error
+	if limit <= unsentMax {
+		rows, err = db.reads.unsent.QueryContext(ctx)
+	} else {
+		rows, err = db.r.QueryContext(ctx, sqlOutboxUnsentN, limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("outbox unsent: %w", err)
 	}
 	defer rows.Close()
 	var out []OutboxRow
-	for rows.Next() {
+	for len(out) < limit && rows.Next() {
 		var r OutboxRow
 		var h string
 		var at int64
 		if err := rows.Scan(&r.ID, &r.Subject, &h, &r.Body, &at); err != nil {
 			return nil, fmt.Errorf("outbox unsent: %w", err)
 		}
-		if err := json.Unmarshal([]byte(h), &r.Header); err != nil {
+		if r.Header, err = decodeHeaders(h); err != nil {
 			return nil, fmt.Errorf("outbox row %s headers: %w", r.ID, err)
 		}
 		r.CreatedAt = time.UnixMicro(at)
@@ -50,18 +58,19 @@ func (db *DB) Unsent(ctx context.Context, limit int) ([]OutboxRow, error) {
 	return out, rows.Err()
 }
 
-// MarkSent marks rows as published (after JetStream acked them).
+// MarkSent marks rows as published (after JetStream acked them), in one
+// statement (the ids travel as one JSON array, so the statement is the
+// same for any number of rows and stays prepared).
 func (db *DB) MarkSent(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	args := make([]any, 0, len(ids)+1)
-	args = append(args, db.now().UnixMicro())
-	for _, id := range ids {
-		args = append(args, id)
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("outbox mark sent: %w", err)
 	}
-	q := `UPDATE outbox SET sent_at = ? WHERE sent_at IS NULL AND id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
-	if _, err := db.w.ExecContext(ctx, q, args...); err != nil {
+	s := db.stmts.get(sqlMarkSent)
+	if _, err := s.ExecContext(ctx, db.now().UnixMicro(), string(list)); err != nil {
 		return fmt.Errorf("outbox mark sent: %w", err)
 	}
 	return nil

@@ -73,7 +73,7 @@ func get(t *testing.T, db *sqlite.DB, k string) (int, bool) {
 	return v, true
 }
 
-func requested(t *testing.T, id string) *event.Event {
+func requested(t testing.TB, id string) *event.Event {
 	t.Helper()
 	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC), contracts.Request{
 		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,

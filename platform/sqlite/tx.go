@@ -15,12 +15,17 @@ import (
 
 // Tx is one write transaction: the service's own statements through the
 // embedded *sql.Tx, plus the platform's inbox and outbox.
+//
+// Statements run through Tx's own methods (ExecContext, QueryRowContext and
+// their context-free forms) are prepared once per database and reused.
 type Tx struct {
 	*sql.Tx
+	db      *DB
 	ctx     context.Context
 	now     time.Time
 	emitted int
 	after   []func()
+	misses  map[string]bool // statements to prepare once the tx is over
 }
 
 // AfterCommit registers f to run once the transaction has committed (for
@@ -37,43 +42,107 @@ func (tx *Tx) Now() time.Time { return tx.now }
 // fn may run more than once (on lock contention), so it must have no side
 // effects outside the transaction.
 func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	errs, err := db.UpdateEach(ctx, []func(tx *Tx) error{fn})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// UpdateEach runs fns, in order, in one write transaction, each inside its
+// own savepoint: a fn that fails is rolled back alone and its error is
+// errs[i]; the others commit together, their AfterCommit functions run
+// once the transaction has committed. A non-nil err means the transaction
+// as a whole failed (begin, a lost savepoint, commit): nothing was
+// committed and errs is nil. Every fn sees the writes of those before it,
+// as if each ran in its own transaction, one after another. The whole may
+// run more than once (on lock contention), so fns must have no side
+// effects outside the transaction. A panicking fn rolls everything back
+// and the panic propagates.
+func (db *DB) UpdateEach(ctx context.Context, fns []func(tx *Tx) error) (errs []error, err error) {
 	const attempts = 5
-	var err error
 	for i := 0; i < attempts; i++ {
-		err = db.update(ctx, fn)
+		errs, err = db.updateEach(ctx, fns)
 		if err == nil || !isBusy(err) || ctx.Err() != nil {
 			break
 		}
 	}
-	return err
+	return errs, err
 }
 
-func (db *DB) update(ctx context.Context, fn func(tx *Tx) error) error {
+func (db *DB) updateEach(ctx context.Context, fns []func(tx *Tx) error) ([]error, error) {
 	stx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return nil, fmt.Errorf("begin: %w", err)
 	}
-	// Rolls back when fn fails or panics (a recovered panic, as net/http
-	// does, must not leave the single writer connection in a transaction);
-	// a no-op after Commit.
-	defer stx.Rollback()
-	tx := &Tx{Tx: stx, ctx: ctx, now: db.now()}
-	if err := fn(tx); err != nil {
-		return err
+	now := db.now()
+	txs := make([]*Tx, len(fns))
+	errs := make([]error, len(fns))
+	defer func() {
+		// Rolls back when a fn fails or panics (a recovered panic, as
+		// net/http does, must not leave the single writer connection in a
+		// transaction); a no-op after Commit. Then prepare what ran
+		// unprepared, on the free connection.
+		stx.Rollback()
+		for _, tx := range txs {
+			if tx != nil && len(tx.misses) > 0 {
+				db.prepareMisses(tx.misses)
+			}
+		}
+	}()
+	if len(fns) == 1 {
+		// One unit needs no savepoint: its failure rolls back the lot.
+		txs[0] = &Tx{Tx: stx, db: db, ctx: ctx, now: now}
+		if errs[0] = fns[0](txs[0]); errs[0] != nil {
+			return errs, nil
+		}
+	} else {
+		for i, fn := range fns {
+			tx := &Tx{Tx: stx, db: db, ctx: ctx, now: now}
+			txs[i] = tx
+			if _, err := tx.ExecContext(ctx, sqlSavepoint); err != nil {
+				return nil, fmt.Errorf("savepoint: %w", err)
+			}
+			if errs[i] = fn(tx); errs[i] != nil {
+				if _, err := tx.ExecContext(ctx, sqlRollbackTo); err != nil {
+					return nil, fmt.Errorf("roll back to savepoint after %v: %w", errs[i], err)
+				}
+			}
+			if _, err := tx.ExecContext(ctx, sqlRelease); err != nil {
+				return nil, fmt.Errorf("release savepoint: %w", err)
+			}
+		}
 	}
 	if err := stx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return nil, fmt.Errorf("commit: %w", err)
 	}
-	for _, f := range tx.after {
-		f()
+	emitted := 0
+	for i, tx := range txs {
+		if errs[i] != nil {
+			continue
+		}
+		emitted += tx.emitted
+		for _, f := range tx.after {
+			f()
+		}
 	}
-	if tx.emitted > 0 {
+	if emitted > 0 {
 		select {
 		case db.committed <- struct{}{}:
 		default:
 		}
 	}
-	return nil
+	return errs, nil
+}
+
+func (db *DB) prepareMisses(misses map[string]bool) {
+	qs := make([]string, 0, len(misses))
+	for q := range misses {
+		qs = append(qs, q)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	db.stmts.prepare(ctx, db.w, qs)
 }
 
 // Emit appends events to the outbox; the relay publishes them after commit.
@@ -88,7 +157,7 @@ func (tx *Tx) Emit(evs ...*event.Event) error {
 		if err != nil {
 			return fmt.Errorf("emit %s: %w", e.Type(), err)
 		}
-		h, err := json.Marshal(msg.Header)
+		h, err := encodeHeaders(msg.Header)
 		if err != nil {
 			return fmt.Errorf("emit %s: %w", e.Type(), err)
 		}
@@ -96,9 +165,7 @@ func (tx *Tx) Emit(evs ...*event.Event) error {
 		if body == nil {
 			body = []byte{} // an event without data: nil would bind as NULL
 		}
-		if _, err := tx.ExecContext(tx.ctx,
-			`INSERT INTO outbox (id, subject, headers, body, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
-			e.ID(), subject, string(h), body, tx.now.UnixMicro()); err != nil {
+		if _, err := tx.ExecContext(tx.ctx, sqlOutboxInsert, e.ID(), subject, h, body, tx.now.UnixMicro()); err != nil {
 			return fmt.Errorf("outbox insert: %w", err)
 		}
 		tx.emitted++
@@ -110,9 +177,7 @@ func (tx *Tx) Emit(evs ...*event.Event) error {
 // it was already recorded (a duplicate delivery). The transaction stays
 // usable either way.
 func (tx *Tx) MarkProcessed(consumer, eventID string) (first bool, err error) {
-	res, err := tx.ExecContext(tx.ctx,
-		`INSERT INTO inbox (consumer, event_id, processed_at) VALUES (?, ?, ?) ON CONFLICT(consumer, event_id) DO NOTHING`,
-		consumer, eventID, tx.now.UnixMicro())
+	res, err := tx.ExecContext(tx.ctx, sqlInboxInsert, consumer, eventID, tx.now.UnixMicro())
 	if err != nil {
 		return false, fmt.Errorf("inbox insert: %w", err)
 	}
@@ -126,7 +191,7 @@ func (tx *Tx) MarkProcessed(consumer, eventID string) (first bool, err error) {
 // Processed reports whether consumer already handled eventID.
 func (db *DB) Processed(ctx context.Context, consumer, eventID string) (bool, error) {
 	var n int
-	err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE consumer=? AND event_id=?`, consumer, eventID).Scan(&n)
+	err := db.reads.processed.QueryRowContext(ctx, consumer, eventID).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("inbox lookup: %w", err)
 	}
@@ -140,4 +205,30 @@ func (db *DB) ExpireInbox(ctx context.Context, olderThan time.Duration) (int64, 
 		return 0, fmt.Errorf("expire inbox: %w", err)
 	}
 	return res.RowsAffected()
+}
+
+// ProcessedAny reports which of eventIDs consumer already handled, in one
+// query.
+func (db *DB) ProcessedAny(ctx context.Context, consumer string, eventIDs []string) (map[string]bool, error) {
+	list, err := json.Marshal(eventIDs)
+	if err != nil {
+		return nil, fmt.Errorf("inbox lookup: %w", err)
+	}
+	rows, err := db.reads.processedAny.QueryContext(ctx, consumer, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("inbox lookup: %w", err)
+	}
+	defer rows.Close()
+	seen := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("inbox lookup: %w", err)
+		}
+		seen[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("inbox lookup: %w", err)
+	}
+	return seen, nil
 }

@@ -17,6 +17,8 @@ import (
 type Projector struct {
 	// Now stamps rows, transitions, records and announcements; default time.Now.
 	Now func() time.Time
+	// Metrics, when set, is told what each committed decision did.
+	Metrics Metrics
 }
 
 // Result says what Project did with one event.
@@ -129,6 +131,7 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 		return Result{}, err
 	}
 	logTransitions(ctx, tx, log, next, ts)
+	observe(tx, p.Metrics, env, row, next, ts, now)
 	return Result{Status: StatusApplied, Reason: rec.Reason, Row: next, Transitions: ts}, nil
 }
 

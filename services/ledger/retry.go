@@ -218,6 +218,7 @@ func (p *Projector) retry(ctx context.Context, tx Tx, req RetryRequest, id strin
 	if err := announce(tx, env, next, ts, now); err != nil {
 		return Replay{}, err
 	}
+	observe(tx, p.Metrics, env, row, next, ts, now)
 	if err := tx.Emit(e); err != nil {
 		return Replay{}, err
 	}

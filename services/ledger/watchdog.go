@@ -75,6 +75,8 @@ type Watchdog struct {
 	Proj   *Projector
 	Log    *slog.Logger
 	Now    func() time.Time // default time.Now
+	// Metrics, when set, counts the sagas this watchdog timed out.
+	Metrics Metrics
 
 	mu      sync.Mutex
 	skipped string // why the last tick was skipped; "" when it ran
@@ -217,6 +219,9 @@ func (w *Watchdog) timeOut(ctx context.Context, row contracts.Row, timeout time.
 		return false, err
 	}
 	if moved {
+		if w.Metrics != nil {
+			w.Metrics.WatchdogTimeout(row.State)
+		}
 		log.WarnContext(ctx, "step timed out", "step", string(row.State), "deadline", row.UpdatedAt.Add(timeout).UTC(), "diagnosis", d.text)
 	}
 	return moved, nil

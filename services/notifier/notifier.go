@@ -2,6 +2,8 @@ package notifier
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +17,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier/webhook"
 )
 
@@ -40,7 +43,9 @@ type Delivery struct {
 type Store interface {
 	Watchers(ctx context.Context, repo string) ([]Watcher, error)
 	Deliveries(ctx context.Context, correlationID string) (map[string]Delivery, error)
-	RecordDeliveries(tx *sqlite.Tx, ds []Delivery) error
+	// RecordDeliveries upserts delivery rows inside the handler's
+	// transaction; a delivered row stays delivered.
+	RecordDeliveries(tx store.Tx, ds []Delivery) error
 }
 
 // Sender posts one signed webhook, retrying inside the call until ctx ends.
@@ -219,4 +224,11 @@ func clip(s string) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// WatcherID is stable per (repo, url): re-registering a URL keeps its id,
+// so deliveries already made stay counted.
+func WatcherID(repo, url string) string {
+	h := sha256.Sum256([]byte(repo + "\x00" + url))
+	return "w" + hex.EncodeToString(h[:])[:15]
 }

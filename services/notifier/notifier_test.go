@@ -14,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	pstore "github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier"
 )
 
@@ -27,7 +28,7 @@ func (s *store) Watchers(context.Context, string) ([]notifier.Watcher, error) { 
 func (s *store) Deliveries(context.Context, string) (map[string]notifier.Delivery, error) {
 	return s.done, nil
 }
-func (s *store) RecordDeliveries(*sqlite.Tx, []notifier.Delivery) error { return nil }
+func (s *store) RecordDeliveries(pstore.Tx, []notifier.Delivery) error { return nil }
 
 type sender func(ctx context.Context, url string) (int, error)
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/httpx"
+	"github.com/prsaga/prsaga/platform/logging"
 )
 
 // mergeRequest is the JSON body of POST /api/v1/merge-requests: the
@@ -26,8 +27,12 @@ type accepted struct {
 	PRID          string `json:"pr_id"`
 }
 
-// maxClientRef mirrors the limit contracts.MetaOf puts on the extension.
-const maxClientRef = 256
+// maxClientRef and maxTraceState mirror the limits contracts.MetaOf puts
+// on the extensions.
+const (
+	maxClientRef  = 256
+	maxTraceState = 512
+)
 
 // postMergeRequest publishes a requested event through the ledger's
 // outbox: once it answers 202 the request is committed and will reach the
@@ -55,6 +60,11 @@ func (a *API) postMergeRequest(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	// The first line of the run's trace (`prsaga trace`): when and from
+	// whom the ledger took the request.
+	if env, err := contracts.Open(e); err == nil {
+		logging.ForEvent(a.log(), env).InfoContext(r.Context(), "merge request accepted", "requested_by", env.Req().RequestedBy)
+	}
 	httpx.WriteJSON(w, http.StatusAccepted, accepted{EventID: e.ID(), CorrelationID: m.CorrelationID, PRID: e.Subject()})
 }
 
@@ -73,7 +83,20 @@ func (a *API) jsonRequest(w http.ResponseWriter, r *http.Request) (*event.Event,
 	if err := errors.Join(errs...); err != nil {
 		return nil, invalid{"invalid merge request", err}
 	}
-	e, err := contracts.NewRequested(a.NewID(), contracts.SourceLedger, a.now(), body.Request, body.ClientRef)
+	id := a.NewID()
+	m := contracts.Meta{CorrelationID: id, Attempt: 1, ClientRef: body.ClientRef}
+	// A caller's W3C trace context (HTTP traceparent/tracestate headers)
+	// puts the saga in the caller's trace; without one the run gets a
+	// trace of its own.
+	if tp := r.Header.Get("traceparent"); tp != "" {
+		if _, _, err := logging.ParseTraceParent(tp); err == nil {
+			m.TraceParent = tp
+			if ts := r.Header.Get("tracestate"); len(ts) <= maxTraceState {
+				m.TraceState = ts
+			}
+		}
+	}
+	e, err := contracts.New(id, contracts.TypeMergeRequested, contracts.SourceLedger, body.Request.PRID, a.now(), body.Request, m)
 	if err != nil {
 		return nil, invalid{"invalid merge request", err}
 	}

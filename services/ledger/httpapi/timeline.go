@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/logging"
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
@@ -25,6 +27,9 @@ type timelinePage struct {
 	Events   []ledger.Event
 	Retried  string // the event id of a retry just sent
 	CanRetry bool
+	// TraceID is the OpenTelemetry trace of the current run ("" when its
+	// events carry no trace context).
+	TraceID string
 }
 
 // timeline shows one PR's saga: where it is, whether the code is merged,
@@ -48,7 +53,7 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) {
 	now := a.now()
 	s.Stuck = a.Timeouts.Stuck(s, now)
 	p := timelinePage{frame: a.frame(r, pr, true), Saga: s, Rows: timelineRows(s, now), Events: evs,
-		CanRetry: s.State == contracts.StateMergeFailed}
+		CanRetry: s.State == contracts.StateMergeFailed, TraceID: traceID(evs, s.CorrelationID)}
 	if id := r.URL.Query().Get("retried"); id != "" && contracts.ValidateEventID(id) == nil {
 		p.Retried = id
 	}
@@ -80,4 +85,25 @@ func round(d time.Duration) string {
 		return d.Round(10 * time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
+}
+
+// traceID is the trace of a run: the traceparent of its latest recorded
+// event that has one (trace context propagates, so every event of a run
+// is in one trace; a retry continues it).
+func traceID(evs []ledger.Event, correlationID string) string {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].CorrelationID != correlationID {
+			continue
+		}
+		var ext struct {
+			TraceParent string `json:"traceparent"`
+		}
+		if json.Unmarshal(evs[i].Event, &ext) != nil {
+			continue
+		}
+		if id, _, err := logging.ParseTraceParent(ext.TraceParent); err == nil {
+			return id
+		}
+	}
+	return ""
 }

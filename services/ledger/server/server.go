@@ -42,6 +42,9 @@ type Options struct {
 	SessionKey []byte
 	// Now is the clock of rows and events; default the DB's clock.
 	Now func() time.Time
+	// Metrics, when set, is told what the projection, retries and the
+	// watchdog did (telemetry.Telemetry is one).
+	Metrics ledger.Metrics
 }
 
 // Migrations is the ledger's schema, to open Options.DB with.
@@ -53,7 +56,7 @@ var subjectsSaga = []string{"prsaga.merge.>"}
 // Server is the ledger service. Safe for concurrent use.
 type Server struct {
 	db       *psqlite.DB
-	store    *ledgersqlite.Store
+	store    Store
 	proj     *ledger.Projector
 	api      *httpapi.API
 	watchdog *ledger.Watchdog // nil without a bus
@@ -77,13 +80,16 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.Default().With("service", contracts.ServiceLedger)
 	}
-	store := ledgersqlite.NewStore(opts.DB)
+	store, err := Adapter(opts.DB)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := store.Check(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	proj := &ledger.Projector{Now: now}
+	proj := &ledger.Projector{Now: now, Metrics: opts.Metrics}
 	s := &Server{db: opts.DB, store: store, proj: proj, log: log}
 	s.api = &httpapi.API{
 		Sagas:      store,
@@ -101,7 +107,7 @@ func New(opts Options) (*Server, error) {
 		probe := ledgerjs.New(opts.Bus)
 		s.api.DLQ = probe.DeadLettersTotal
 		s.watchdog = &ledger.Watchdog{Config: wd, Store: store, Bus: probe, Proj: proj, Now: now,
-			Log: log.With("component", "watchdog")}
+			Log: log.With("component", "watchdog"), Metrics: opts.Metrics}
 	}
 	return s, nil
 }
@@ -164,7 +170,11 @@ func (s *Server) Routes(mux *http.ServeMux) { s.api.Routes(mux) }
 // the inbox row and the outbox.
 func (s *Server) onSagaEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
 	return func(tx *psqlite.Tx) error {
-		_, err := s.proj.Project(ctx, ledgersqlite.Bind(tx), env, log)
+		ltx, err := s.store.Bind(tx)
+		if err != nil {
+			return err
+		}
+		_, err = s.proj.Project(ctx, ltx, env, log)
 		return err
 	}, nil
 }

@@ -156,7 +156,10 @@ func (t *Tx) LatestEvent(correlationID, eventType string) (ledger.Event, bool, e
 // RetryAnswer returns the answer stored under an Idempotency-Key.
 func (t *Tx) RetryAnswer(key string) (ledger.RetryAnswer, bool, error) {
 	var raw string
-	err := t.tx.QueryRowContext(t.tx.Context(), `SELECT answer FROM retry_answer WHERE idempotency_key = ?`, key).Scan(&raw)
+	// An answer older than retryAnswerTTL is forgotten even before it is
+	// pruned (as on every store).
+	err := t.tx.QueryRowContext(t.tx.Context(), `SELECT answer FROM retry_answer WHERE idempotency_key = ? AND created_at >= ?`,
+		key, micros(t.tx.Now().Add(-retryAnswerTTL))).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.RetryAnswer{}, false, nil
 	}

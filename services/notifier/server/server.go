@@ -72,7 +72,7 @@ func (o Options) RetryBudget() time.Duration { return o.Webhook.Budget() }
 // Server is the assembled notifier. Safe for concurrent use.
 type Server struct {
 	opts  Options
-	store *nsqlite.Store
+	store Store
 	n     *notifier.Notifier
 }
 
@@ -92,7 +92,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &nsqlite.Store{DB: opts.DB}
+	st, err := Adapter(opts.DB)
+	if err != nil {
+		return nil, err
+	}
 	return &Server{opts: opts, store: st, n: &notifier.Notifier{
 		Store: st, Sender: sender, Budget: opts.RetryBudget(), Parallel: opts.Parallel, Now: opts.Now,
 	}}, nil

@@ -8,7 +8,6 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/services/notifier"
-	nsqlite "github.com/prsaga/prsaga/services/notifier/sqlite"
 	"github.com/prsaga/prsaga/services/notifier/webhook"
 )
 
@@ -67,7 +66,7 @@ func (s *Server) putWatchers(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: secret must be 8 to 256 bytes", i))
 			return
 		}
-		id := nsqlite.WatcherID(repo, x.URL)
+		id := notifier.WatcherID(repo, x.URL)
 		if seen[id] {
 			httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: the same URL is listed twice", i))
 			return

@@ -4,13 +4,12 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier"
 )
 
@@ -30,12 +29,8 @@ type Store struct {
 
 var _ notifier.Store = (*Store)(nil)
 
-// WatcherID is stable per (repo, url): re-registering a URL keeps its id,
-// so deliveries already made stay counted.
-func WatcherID(repo, url string) string {
-	h := sha256.Sum256([]byte(repo + "\x00" + url))
-	return "w" + hex.EncodeToString(h[:])[:15]
-}
+// WatcherID is notifier.WatcherID.
+func WatcherID(repo, url string) string { return notifier.WatcherID(repo, url) }
 
 // ReplaceWatchers sets a repository's watchers.
 func (s *Store) ReplaceWatchers(ctx context.Context, repo string, ws []notifier.Watcher) error {
@@ -91,9 +86,13 @@ func (s *Store) Deliveries(ctx context.Context, correlationID string) (map[strin
 	return out, rows.Err()
 }
 
-// RecordDeliveries upserts delivery rows inside the handler's transaction.
-// A delivered row stays delivered.
-func (s *Store) RecordDeliveries(tx *psqlite.Tx, ds []notifier.Delivery) error {
+// RecordDeliveries upserts delivery rows inside the handler's transaction
+// (of the SQLite store). A delivered row stays delivered.
+func (s *Store) RecordDeliveries(stx store.Tx, ds []notifier.Delivery) error {
+	tx, ok := stx.(*psqlite.Tx)
+	if !ok {
+		return fmt.Errorf("notifier sqlite adapter given %T: %w", stx, store.ErrWrongTx)
+	}
 	for _, d := range ds {
 		if _, err := tx.ExecContext(tx.Context(), `INSERT INTO delivery (correlation_id, watcher_id, delivered, attempts, last_error, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?)

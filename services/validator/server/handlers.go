@@ -9,14 +9,15 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/runner"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/validator"
-	vsqlite "github.com/prsaga/prsaga/services/validator/sqlite"
 )
 
 // onMergeRequested validates one run. The branch heads are read first,
 // outside any transaction; the lock, protection and statuses are read, the
 // decision made, the lock taken and the answer emitted in one transaction —
-// SQLite's single writer makes the lock's read-then-write atomic.
+// atomic on either store: SQLite has one writer; on YDB a concurrent writer
+// of the lock invalidates this transaction's read and DoTx runs it again.
 func (s *Server) onMergeRequested(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
 	req := env.Req()
 	facts := validator.Facts{
@@ -38,7 +39,7 @@ func (s *Server) onMergeRequested(ctx context.Context, env contracts.Envelope, l
 		}
 		out := validator.Decide(f)
 		if out.LockChanged {
-			if err := vsqlite.PutLock(tx, req.PRID, out.Lock); err != nil {
+			if err := s.tables.PutLock(tx, req.PRID, out.Lock); err != nil {
 				return err
 			}
 		}
@@ -86,16 +87,16 @@ func (s *Server) readHeads(f *validator.Facts) error {
 
 // readState reads what the decision needs from the validator's tables, in
 // the deciding transaction.
-func (s *Server) readState(tx *psqlite.Tx, f *validator.Facts) error {
-	ctx, r := tx.Context(), f.Request
+func (s *Server) readState(tx store.Tx, f *validator.Facts) error {
+	r := f.Request
 	var err error
-	if f.Lock, err = vsqlite.Lock(ctx, tx, r.PRID); err != nil {
+	if f.Lock, err = s.tables.Lock(tx, r.PRID); err != nil {
 		return err
 	}
 	if f.Invalid != nil || f.Missing != nil {
 		return nil // the checks are not looked at
 	}
-	required, ok, err := vsqlite.Protection(ctx, tx, r.Repo, r.TargetBranch)
+	required, ok, err := s.tables.Protection(tx, r.Repo, r.TargetBranch)
 	if err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func (s *Server) readState(tx *psqlite.Tx, f *validator.Facts) error {
 		required = s.required
 	}
 	f.Required = required
-	f.Statuses, err = vsqlite.Statuses(ctx, tx, r.Repo, r.HeadSHA)
+	f.Statuses, err = s.tables.Statuses(tx, r.Repo, r.HeadSHA)
 	return err
 }
 
@@ -112,7 +113,7 @@ func (s *Server) readState(tx *psqlite.Tx, f *validator.Facts) error {
 func (s *Server) onLockEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
 	prID := env.Req().PRID
 	return func(tx *psqlite.Tx) error {
-		lock, err := vsqlite.Lock(tx.Context(), tx, prID)
+		lock, err := s.tables.Lock(tx, prID)
 		if err != nil {
 			return err
 		}
@@ -121,7 +122,7 @@ func (s *Server) onLockEvent(ctx context.Context, env contracts.Envelope, log *s
 			tx.AfterCommit(func() { log.DebugContext(ctx, "pr lock unchanged", "holder", lock.Holder, "merged", lock.Merged) })
 			return nil
 		}
-		if err := vsqlite.PutLock(tx, prID, next); err != nil {
+		if err := s.tables.PutLock(tx, prID, next); err != nil {
 			return err
 		}
 		tx.AfterCommit(func() {

@@ -56,11 +56,10 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-var _ httpapi.Store = (*vsqlite.Store)(nil)
-
 // Server is the validator. Safe for concurrent use.
 type Server struct {
 	db       *psqlite.DB
+	tables   Tables
 	heads    validator.Heads
 	required []string
 	now      func() time.Time
@@ -81,14 +80,19 @@ func New(opts Options) (*Server, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	tables, st, err := Adapter(opts.DB, opts.Now)
+	if err != nil {
+		return nil, err
+	}
 	required := append([]string{}, opts.DefaultRequired...)
 	return &Server{
 		db:       opts.DB,
+		tables:   tables,
 		heads:    gitrefs.New(opts.ReposDir),
 		required: required,
 		now:      opts.Now,
 		api: &httpapi.API{
-			Store:           vsqlite.NewStore(opts.DB, opts.Now),
+			Store:           st,
 			DefaultRequired: required,
 			OperatorTokens:  opts.OperatorTokens,
 			StatusTokens:    opts.StatusTokens,

@@ -38,13 +38,15 @@ func (e *APIError) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Message
 
 // Transition is one row of a saga's history.
 type Transition struct {
-	Seq       int       `json:"seq"`
-	FromState string    `json:"from_state"`
-	ToState   string    `json:"to_state"`
-	Reason    string    `json:"reason"`
-	EventID   string    `json:"event_id"`
-	Inferred  bool      `json:"inferred"`
-	At        time.Time `json:"at"`
+	Seq           int       `json:"seq"`
+	CorrelationID string    `json:"correlation_id"`
+	FromState     string    `json:"from_state"`
+	ToState       string    `json:"to_state"`
+	Reason        string    `json:"reason"`
+	EventID       string    `json:"event_id"`
+	Inferred      bool      `json:"inferred"`
+	Actor         string    `json:"actor"`
+	At            time.Time `json:"at"`
 }
 
 // Saga is the ledger's view of one PR.
@@ -58,6 +60,9 @@ type Saga struct {
 	MergeSHA      string       `json:"merge_sha"`
 	Merged        bool         `json:"merged"`
 	CorrelationID string       `json:"correlation_id"`
+	TimedOut      bool         `json:"timed_out"`
+	Stuck         bool         `json:"stuck"`
+	TargetBranch  string       `json:"target_branch,omitempty"`
 	CreatedAt     time.Time    `json:"created_at"`
 	UpdatedAt     time.Time    `json:"updated_at"`
 	Transitions   []Transition `json:"transitions,omitempty"`
@@ -95,11 +100,27 @@ func (c *Client) Saga(ctx context.Context, prID string) (Saga, error) {
 	return out, err
 }
 
+// Filter selects sagas to list.
+type Filter struct {
+	State, Repo, Cursor string
+	Stuck               bool
+	Limit               int
+}
+
 // List returns a page of sagas.
 func (c *Client) List(ctx context.Context, state, repo, cursor string, limit int) (List, error) {
+	return c.ListFiltered(ctx, Filter{State: state, Repo: repo, Cursor: cursor, Limit: limit})
+}
+
+// ListFiltered returns a page of sagas.
+func (c *Client) ListFiltered(ctx context.Context, f Filter) (List, error) {
+	state, repo, cursor, limit := f.State, f.Repo, f.Cursor, f.Limit
 	q := url.Values{}
 	if state != "" {
 		q.Set("state", state)
+	}
+	if f.Stuck {
+		q.Set("stuck", "true")
 	}
 	if repo != "" {
 		q.Set("repo", repo)
@@ -112,6 +133,72 @@ func (c *Client) List(ctx context.Context, state, repo, cursor string, limit int
 	}
 	var out List
 	err := c.do(ctx, http.MethodGet, "/api/v1/sagas?"+q.Encode(), nil, &out)
+	return out, err
+}
+
+// RetryOptions are the switches of a retry.
+type RetryOptions struct {
+	Force, DryRun  bool
+	IdempotencyKey string
+}
+
+// Retried answers a retry: the replayed trigger event.
+type Retried struct {
+	EventID       string          `json:"event_id"`
+	EventType     string          `json:"event_type"`
+	ReplayOf      string          `json:"replay_of"`
+	PRID          string          `json:"pr_id"`
+	CorrelationID string          `json:"correlation_id"`
+	Step          string          `json:"step"`
+	Attempt       int             `json:"attempt"`
+	Actor         string          `json:"actor"`
+	DryRun        bool            `json:"dry_run,omitempty"`
+	Event         json.RawMessage `json:"event,omitempty"`
+}
+
+// Retry asks the ledger to retry a failed saga; a refusal is an *APIError
+// with Status 409.
+func (c *Client) Retry(ctx context.Context, prID string, o RetryOptions) (Retried, error) {
+	q := url.Values{}
+	if o.Force {
+		q.Set("force", "true")
+	}
+	if o.DryRun {
+		q.Set("dry_run", "true")
+	}
+	var h http.Header
+	if o.IdempotencyKey != "" {
+		h = http.Header{"Idempotency-Key": {o.IdempotencyKey}}
+	}
+	var out Retried
+	err := c.doHeader(ctx, http.MethodPost, "/api/v1/sagas/"+url.PathEscape(prID)+"/retry?"+q.Encode(), nil, &out, h)
+	return out, err
+}
+
+// Event is one event the ledger recorded.
+type Event struct {
+	EventID       string          `json:"event_id"`
+	PRID          string          `json:"pr_id"`
+	CorrelationID string          `json:"correlation_id"`
+	Type          string          `json:"type"`
+	Status        string          `json:"status"`
+	Reason        string          `json:"reason"`
+	ReceivedAt    time.Time       `json:"received_at"`
+	Event         json.RawMessage `json:"event"`
+}
+
+// Run is what the ledger recorded for one correlation id.
+type Run struct {
+	CorrelationID string       `json:"correlation_id"`
+	PRID          string       `json:"pr_id"`
+	Transitions   []Transition `json:"transitions"`
+	Events        []Event      `json:"events"`
+}
+
+// Run returns the ledger's transitions and events of a saga run.
+func (c *Client) Run(ctx context.Context, correlationID string) (Run, error) {
+	var out Run
+	err := c.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(correlationID), nil, &out)
 	return out, err
 }
 
@@ -147,6 +234,10 @@ func (c *Client) Wait(ctx context.Context, prID, correlationID string) (Saga, er
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	return c.doHeader(ctx, method, path, in, out, nil)
+}
+
+func (c *Client) doHeader(ctx context.Context, method, path string, in, out any, h http.Header) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -164,6 +255,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {

@@ -26,6 +26,9 @@ import (
 	"github.com/prsaga/prsaga/platform/natsembed"
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/telemetry"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // AllServices in saga order, ledger last.
@@ -49,6 +52,9 @@ type Options struct {
 	Fault func(point string, env contracts.Envelope) error
 	// Workers per consumer.
 	Workers int
+	// SpanExporter, when set, receives every span as it ends instead of the
+	// OTLP exporter of Config.OTLPEndpoint (tests: an in-memory exporter).
+	SpanExporter sdktrace.SpanExporter
 }
 
 // Stack is a running set of services.
@@ -60,7 +66,12 @@ type Stack struct {
 	cfg     config.Config
 	http    *http.Server
 	running []*service.Running
+	ready   []readier
 	closers []func() error
+
+	// Telemetry holds the stack's metrics (served on /metrics) and tracer
+	// providers: one registry per stack, so that stacks can run side by side.
+	Telemetry *telemetry.Telemetry
 }
 
 // component is one service as the stack sees it.
@@ -70,6 +81,12 @@ type component interface {
 
 type router interface {
 	Routes(mux *http.ServeMux)
+}
+
+// readier is a component that can say it is not ready (the indexer until
+// its index is open).
+type readier interface {
+	Ready() error
 }
 
 // Start brings the stack up; on error everything started is stopped.
@@ -97,6 +114,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.Log, err = newLog("prsaga"); err != nil {
 		return nil, err
 	}
+	s.Telemetry, err = telemetry.New(ctx, telemetry.Config{OTLPEndpoint: cfg.OTLPEndpoint, Exporter: opts.SpanExporter, Log: s.Log})
+	if err != nil {
+		return nil, err
+	}
 	if cfg.IsYDB() {
 		return nil, errors.New("PRSAGA_STORE: the YDB adapter is not built yet; use sqlite:///dir")
 	}
@@ -116,12 +137,15 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if err != nil {
 			return nil, err
 		}
-		comp, err := s.build(ctx, name)
+		comp, err := s.build(ctx, name, log)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if r, ok := comp.(router); ok {
 			r.Routes(mux)
+		}
+		if r, ok := comp.(readier); ok {
+			s.ready = append(s.ready, r)
 		}
 		run, err := service.Start(ctx, comp.Spec(), s.Bus, log, service.Options{
 			Backoff: cfg.Backoff,
@@ -133,15 +157,22 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		s.running = append(s.running, run)
 	}
+	mux.Handle("GET /metrics", s.Telemetry.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if s.Bus.NC.IsConnected() {
-			httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		if !s.Bus.NC.IsConnected() {
+			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "not connected to NATS"})
 			return
 		}
-		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "not connected to NATS"})
+		for _, c := range s.ready {
+			if err := c.Ready(); err != nil {
+				httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+				return
+			}
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
 	if !opts.NoHTTP {
 		if err := s.serveHTTP(opts, mux); err != nil {
@@ -197,6 +228,7 @@ func (s *Stack) openDB(ctx context.Context, name string, migs ...sqlite.Migratio
 		return nil, err
 	}
 	s.closers = append(s.closers, db.Close)
+	s.Telemetry.WatchOutbox(name, db.OutboxStats)
 	return db, nil
 }
 
@@ -243,6 +275,14 @@ func (s *Stack) Stop() {
 		s.running[i].Stop()
 	}
 	s.running = nil
+	if s.Telemetry != nil {
+		// The handlers and relays are done: flush their spans.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.Telemetry.Shutdown(ctx); err != nil {
+			s.Log.Warn("spans not exported", "err", err)
+		}
+		cancel()
+	}
 	if s.Bus != nil {
 		s.Bus.Close()
 	}

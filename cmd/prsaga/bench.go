@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/bench"
+)
+
+// cmdBench runs BENCH.md's workloads and prints the result line last.
+// Exit codes: 0 every saga ok and the world checks out; 1 some did not;
+// 3 the run hit --timeout; 2 usage.
+func cmdBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	// Every configuration flag but --repos, which BENCH.md gives to the
+	// repository count (the repositories live under the run's directory).
+	cfs, load := newFlags("bench", getenv, stderr)
+	fs := flag.NewFlagSet("prsaga bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "repos" {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	o := bench.Options{}
+	fs.StringVar(&o.Workload, "workload", bench.W2, "W1 (independent fast-forwards) or W2 (merges into a shared main)")
+	fs.IntVar(&o.N, "prs", 1000, "sagas in all")
+	fs.IntVar(&o.Concurrency, "concurrency", 64, "sagas in flight at most")
+	fs.IntVar(&o.Repos, "repos", 20, "repositories; PR i lives in repository i mod R")
+	fs.StringVar(&o.Mode, "mode", bench.ModeInproc, "inproc (all in this process) or procs (a `prsaga serve` process per service)")
+	fs.IntVar(&o.Preload, "preload", 0, "finished sagas to put in the ledger first; then time its read paths")
+	fs.IntVar(&o.Watchers, "watchers", 0, "webhook watchers per repository (served by the benchmark)")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound on the whole run")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	keep := fs.Bool("keep", false, "keep the run's directory (repositories, databases, logs)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
+	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap (allocation) profile after the timed part to this file")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return parseError(err, stderr)
+	}
+	cfg, err := load()
+	if err != nil {
+		return parseError(err, stderr)
+	}
+	o.Config = cfg
+	if !*quiet {
+		o.Progress = stderr
+	}
+	// --data names the run's directory (kept); otherwise a temp dir.
+	dataSet := false
+	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
+	if dataSet {
+		o.Dir = cfg.DataDir
+		if entries, err := os.ReadDir(o.Dir); err == nil && len(entries) > 0 {
+			fmt.Fprintf(stderr, "prsaga bench: --data %s is not empty\n", o.Dir)
+			return exitUsage
+		}
+	} else {
+		if o.Dir, err = os.MkdirTemp("", "prsaga-bench-"); err != nil {
+			fmt.Fprintf(stderr, "prsaga bench: %v\n", err)
+			return exitFailed
+		}
+		if *keep {
+			fmt.Fprintf(stderr, "prsaga bench: data in %s\n", o.Dir)
+		} else {
+			defer os.RemoveAll(o.Dir)
+		}
+	}
+	if o.Mode == bench.ModeProcs {
+		if o.Exe, err = os.Executable(); err != nil {
+			fmt.Fprintf(stderr, "prsaga bench: %v\n", err)
+			return exitFailed
+		}
+	}
+	res, err := bench.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga bench: %v\n", err)
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+			return exitTimeout
+		}
+		return exitFailed
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return exitFailed
+		}
+	} else {
+		printBench(stdout, res)
+	}
+	switch {
+	case res.TimedOut:
+		return exitTimeout
+	case res.Bad > 0 || res.OK != res.N || len(res.Problems) > 0:
+		return exitFailed
+	}
+	return exitOK
+}
+
+// printBench writes the human report; the result line comes last.
+func printBench(w io.Writer, r bench.Result) {
+	fmt.Fprintf(w, "mode=%s durability=%s workload=%s watchers=%d preload=%d elapsed=%.2fs\n",
+		r.Mode, r.Durability, r.Workload, r.Watchers, r.Preload, r.ElapsedSeconds)
+	perSaga := 0.0
+	if r.OK > 0 {
+		perSaga = r.CPUSeconds / float64(r.OK) * 1000
+	}
+	fmt.Fprintf(w, "peak RSS %.1f MB  CPU %.2f s (%.2f ms per saga)\n", mb(r.PeakRSSBytes), r.CPUSeconds, perSaga)
+	for _, p := range r.SortedProcesses() {
+		fmt.Fprintf(w, "  %-24s peak RSS %7.1f MB  CPU %7.2f s\n", p.Name, mb(p.PeakRSSBytes), p.CPUSeconds)
+	}
+	fmt.Fprintf(w, "%-50s %10s %10s %10s\n", "step (ledger transition times)", "p50", "p99", "max")
+	for _, s := range r.Steps {
+		fmt.Fprintf(w, "  %-48s %8.1fms %8.1fms %8.1fms\n", s.Name, s.P50Ms, s.P99Ms, s.MaxMs)
+	}
+	if len(r.Queries) > 0 {
+		fmt.Fprintf(w, "%-50s %10s %10s %10s\n", fmt.Sprintf("ledger reads over %d rows", r.Preload+r.N), "p50", "p99", "max")
+		for _, q := range r.Queries {
+			if q.Error != "" {
+				fmt.Fprintf(w, "  %-48s failed: %s\n", q.Name, q.Error)
+			} else {
+				fmt.Fprintf(w, "  %-48s %8.2fms %8.2fms %8.2fms\n", q.Name, q.P50Ms, q.P99Ms, q.MaxMs)
+			}
+			fmt.Fprintf(w, "      %s\n", q.What)
+			if q.Plan != "" {
+				fmt.Fprintf(w, "      plan: %s\n", q.Plan)
+			}
+		}
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "problem: %s\n", p)
+	}
+	fmt.Fprintln(w, r.Line)
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/bench"
+)
+
+// resultLine is BENCH.md's result line.
+var resultLine = regexp.MustCompile(`^prsaga (W1|W2) N=(\d+) C=(\d+) R=(\d+): \d+\.\d sagas/s p50=\d+\.\dms p99=\d+\.\dms ok=(\d+) bad=(\d+)$`)
+
+// lastLine returns the output's last line and checks it is the result line
+// of a run of want with every saga ok.
+func checkResult(t *testing.T, out, want string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	last := lines[len(lines)-1]
+	m := resultLine.FindStringSubmatch(last)
+	if m == nil {
+		t.Fatalf("last line %q is not the result line; output:\n%s", last, out)
+	}
+	if got := strings.Join(m[1:5], " "); got != want {
+		t.Errorf("result line is for %s, want %s", got, want)
+	}
+	if n := strings.Fields(want)[1]; m[5] != n || m[6] != "0" {
+		t.Errorf("ok=%s bad=%s, want ok=%s bad=0; output:\n%s", m[5], m[6], n, out)
+	}
+}
+
+func TestBenchInproc(t *testing.T) {
+	for _, w := range []string{"W1", "W2"} {
+		t.Run(w, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var stdout, stderr bytes.Buffer
+			code := run(ctx, []string{"bench", "--workload", w, "--prs", "20", "--concurrency", "4", "--repos", "2", "--timeout", "90s"},
+				func(string) string { return "" }, &stdout, &stderr)
+			if code != exitOK {
+				t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+			}
+			checkResult(t, stdout.String(), w+" 20 4 2")
+			if !strings.Contains(stderr.String(), "20/20") {
+				t.Errorf("no progress bar on stderr:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"bench", "--workload", "W2", "--prs", "6", "--concurrency", "3", "--repos", "2", "--json", "--quiet",
+		"--preload", "500", "--watchers", "1"}, func(string) string { return "" }, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var r bench.Result
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("--json output is not a result object: %v\n%s", err, stdout.String())
+	}
+	if !resultLine.MatchString(r.Line) || r.OK != 6 || r.Bad != 0 || r.Workload != "W2" || len(r.Steps) == 0 {
+		t.Errorf("result: line %q ok=%d bad=%d workload %s steps %d", r.Line, r.OK, r.Bad, r.Workload, len(r.Steps))
+	}
+	if len(r.Queries) != 6 {
+		t.Fatalf("preload queries: got %d, want 6: %+v", len(r.Queries), r.Queries)
+	}
+	for _, q := range r.Queries {
+		if q.Count == 0 || q.Error != "" {
+			t.Errorf("query %q not timed: %s", q.Name, q.Error)
+		}
+	}
+	if plan := r.Queries[3].Plan; !strings.Contains(plan, "idx_saga_state") {
+		t.Errorf("the watchdog query's plan %q does not use idx_saga_state", plan)
+	}
+	if strings.Contains(stderr.String(), "[") {
+		t.Errorf("--quiet still drew a progress bar:\n%s", stderr.String())
+	}
+}
+
+func TestBenchRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--workload", "W3"},
+		{"bench", "--mode", "threads"},
+		{"bench", "--prs", "0"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); code != exitFailed && code != exitUsage {
+			t.Errorf("%v: exit code %d, want a failure", args, code)
+		}
+	}
+}
+
+// The deployment shape: a `prsaga serve` process per service, against the
+// bench's embedded NATS. Builds the binary first.
+func TestBenchProcs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts five processes")
+	}
+	bin := filepath.Join(t.TempDir(), "prsaga")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "bench", "--mode", "procs", "--workload", "W2", "--prs", "10", "--concurrency", "4", "--repos", "2", "--timeout", "90s")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench --mode procs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	checkResult(t, stdout.String(), "W2 10 4 2")
+	for _, svc := range []string{"validator", "merger", "notifier", "indexer", "ledger"} {
+		if !strings.Contains(stdout.String(), svc) {
+			t.Errorf("no usage line for the %s process:\n%s", svc, stdout.String())
+		}
+	}
+	// Every child was stopped: none is left serving.
+	if out, _ := exec.Command("pgrep", "-f", bin+" serve").Output(); len(out) > 0 {
+		t.Errorf("service processes left running: %s", out)
+	}
+}

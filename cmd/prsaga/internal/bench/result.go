@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+)
+
+// Result of a run; Line is BENCH.md's result line.
+type Result struct {
+	Workload    string `json:"workload"`
+	Mode        string `json:"mode"`
+	Durability  string `json:"durability"`
+	N           int    `json:"n"`
+	Concurrency int    `json:"concurrency"`
+	Repos       int    `json:"repos"`
+	Watchers    int    `json:"watchers"`
+	Preload     int    `json:"preload"`
+
+	// Elapsed is from the first publish to the ledger's last MERGED commit.
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	SagasPerSecond float64 `json:"sagas_per_second"`
+	P50Ms          float64 `json:"p50_ms"`
+	P99Ms          float64 `json:"p99_ms"`
+	OK             int     `json:"ok"`
+	Bad            int     `json:"bad"`
+
+	// PeakRSSBytes sums the peak RSS of every process of the run.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// CPUSeconds is the CPU time every process spent during the timed part.
+	CPUSeconds float64        `json:"cpu_seconds"`
+	Processes  []ProcessUsage `json:"processes"`
+	Steps      []Quantiles    `json:"steps"`
+	Queries    []QueryStat    `json:"queries,omitempty"`
+	// Problems found by the world check, and why sagas failed (capped).
+	Problems []string `json:"problems,omitempty"`
+	TimedOut bool     `json:"timed_out"`
+	Line     string   `json:"line"`
+}
+
+// ProcessUsage is one process's share.
+type ProcessUsage struct {
+	Name         string  `json:"name"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
+}
+
+// Quantiles of one measured span.
+type Quantiles struct {
+	Name  string  `json:"name"`
+	Count int     `json:"count"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
+}
+
+// QueryStat is one ledger read path timed after a preload.
+type QueryStat struct {
+	Quantiles
+	What  string `json:"what"`            // the request or store call
+	Plan  string `json:"plan,omitempty"`  // SQLite's plan of the SQL behind it
+	Error string `json:"error,omitempty"` // why it could not be timed
+}
+
+// FormatLine is BENCH.md's result line.
+func (r Result) FormatLine() string {
+	return fmt.Sprintf("prsaga %s N=%d C=%d R=%d: %.1f sagas/s p50=%.1fms p99=%.1fms ok=%d bad=%d",
+		r.Workload, r.N, r.Concurrency, r.Repos, r.SagasPerSecond, r.P50Ms, r.P99Ms, r.OK, r.Bad)
+}
+
+// quantiles summarises durations with the nearest-rank method.
+func quantiles(name string, ds []time.Duration) Quantiles {
+	q := Quantiles{Name: name, Count: len(ds)}
+	if len(ds) == 0 {
+		return q
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	q.P50Ms = ms(rank(s, 0.50))
+	q.P99Ms = ms(rank(s, 0.99))
+	q.MaxMs = ms(s[len(s)-1])
+	return q
+}
+
+func rank(sorted []time.Duration, p float64) time.Duration {
+	i := int(float64(len(sorted))*p+0.999999) - 1 // ceil(p·n) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// stepNames are the spans between the ledger's transitions of one saga:
+// each is the step's own work plus the hand-offs (relay, JetStream, the
+// ledger's projection) that make it visible.
+var stepNames = []string{
+	"publish → VALIDATING (ledger sees the request)",
+	"VALIDATING → MERGING (validator)",
+	"MERGING → NOTIFYING (merger)",
+	"NOTIFYING → INDEXING (notifier)",
+	"INDEXING → MERGED (indexer)",
+}
+
+var stepStates = []contracts.State{contracts.StateValidating, contracts.StateMerging, contracts.StateNotifying, contracts.StateIndexing, contracts.StateMerged}
+
+// timings derives latencies (publish → MERGED) and per-step spans from
+// the ledger's transitions of the sagas that are ok; it also returns the
+// first publish and the last MERGED commit.
+func timings(d *driver, out []outcome) (lat []time.Duration, steps [][]time.Duration, first, last time.Time) {
+	steps = make([][]time.Duration, len(stepNames))
+	for i, o := range out {
+		if !o.ok() {
+			continue
+		}
+		at := map[contracts.State]time.Time{}
+		for _, t := range o.saga.Transitions {
+			if !t.Inferred {
+				at[contracts.State(t.ToState)] = t.At
+			}
+		}
+		merged, ok := at[contracts.StateMerged]
+		if !ok {
+			continue
+		}
+		lat = append(lat, merged.Sub(d.sent[i]))
+		if first.IsZero() || d.sent[i].Before(first) {
+			first = d.sent[i]
+		}
+		if merged.After(last) {
+			last = merged
+		}
+		prev := d.sent[i]
+		for k, s := range stepStates {
+			t, ok := at[s]
+			if !ok {
+				break
+			}
+			steps[k] = append(steps[k], t.Sub(prev))
+			prev = t
+		}
+	}
+	return lat, steps, first, last
+}

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package bench
+
+import (
+	"os"
+	"os/exec"
+	"time"
+)
+
+// On systems without /proc the benchmark reports no CPU or RSS figures.
+
+func selfUsage() (time.Duration, int64)                      { return 0, 0 }
+func procCPU(pid int) time.Duration                          { return 0 }
+func procPeakRSS(pid int) int64                              { return 0 }
+func exitedUsage(ps *os.ProcessState) (time.Duration, int64) { return 0, 0 }
+func dieWithParent(cmd *exec.Cmd)                            {}
+func terminate(p *os.Process) error                          { return p.Signal(os.Interrupt) }

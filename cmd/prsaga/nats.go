@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed"
+)
+
+// cmdNATS runs only the embedded NATS server (JetStream) on
+// PRSAGA_NATS_LISTEN, with prsaga's streams created, until interrupted:
+// one broker for several `prsaga serve` processes on one host. A port of
+// 0 picks a free one; the line "prsaga nats: listening on nats://…" says
+// which.
+func cmdNATS(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs, load := newFlags("nats", getenv, stderr)
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return parseError(err, stderr)
+	}
+	cfg, err := load()
+	if err != nil {
+		return parseError(err, stderr)
+	}
+	if cfg.NATSURL != "" {
+		fmt.Fprintln(stderr, "prsaga nats: PRSAGA_NATS_URL is set: there is a server already; unset it to run one here")
+		return exitUsage
+	}
+	if cfg.StreamReplicas != 1 {
+		fmt.Fprintf(stderr, "prsaga nats: PRSAGA_STREAM_REPLICAS=%d needs a NATS cluster; this is one server (use 1)\n", cfg.StreamReplicas)
+		return exitUsage
+	}
+	storeDir := filepath.Join(cfg.DataDir, "nats")
+	ns, err := natsembed.Start(natsembed.Config{StoreDir: storeDir, Listen: cfg.NATSListen, Sync: cfg.Durability == "sync", Name: "prsaga-nats"})
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga nats: %v\n", err)
+		return exitFailed
+	}
+	defer ns.Stop()
+	// Create the streams now, so that a forge may publish requests before
+	// any service has started.
+	b, err := bus.Connect(ctx, bus.Config{InProcess: ns.Server, Name: "prsaga-nats",
+		Replicas: cfg.StreamReplicas, MaxAge: cfg.StreamMaxAge, Duplicates: cfg.DedupeWindow, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver})
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga nats: %v\n", err)
+		return exitFailed
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = b.EnsureStreams(sctx)
+	cancel()
+	b.Close()
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga nats: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stderr, "prsaga nats: listening on %s (JetStream in %s)\n", ns.Addr(), storeDir)
+	<-ctx.Done()
+	fmt.Fprintln(stderr, "prsaga nats: shutting down")
+	return exitOK
+}

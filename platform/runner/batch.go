@@ -1,0 +1,237 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/sqlite"
+)
+
+// unit is one message whose side effect is done, waiting to be committed.
+type unit struct {
+	m      jetstream.Msg
+	env    contracts.Envelope
+	log    *slog.Logger
+	commit Commit
+}
+
+// handleBatch handles m and whatever else is already waiting (up to Batch
+// messages, within BatchWindow), then commits their units in one
+// transaction and acks them — in delivery order.
+func (r *Runner) handleBatch(ctx context.Context, m jetstream.Msg) {
+	if r.cfg.HandleBatch != nil {
+		r.handleAll(ctx, m)
+		return
+	}
+	start := time.Now()
+	var units []*unit
+	add := func(m jetstream.Msg) {
+		u := r.open(ctx, m)
+		if u == nil {
+			return
+		}
+		seen, err := r.cfg.Store.Processed(ctx, r.cfg.Consumer.Durable, u.env.Event.ID())
+		if r.settleSeen(ctx, u, seen, err) {
+			return
+		}
+		if r.run(ctx, u, units) {
+			units = append(units, u)
+		}
+	}
+	add(m)
+	// Messages are taken one at a time, so that idle workers share a queue
+	// of slow side effects instead of one worker running them in a row.
+	for n := 1; n < r.cfg.Batch && time.Since(start) < r.cfg.BatchWindow; n++ {
+		select {
+		case m := <-r.work:
+			add(m)
+			continue
+		case <-r.quit:
+		default:
+		}
+		break
+	}
+	if len(units) > 0 {
+		r.commit(ctx, units)
+	}
+}
+
+// handleAll takes m and everything already waiting (up to Batch), looks
+// them up in the inbox at once and hands the rest to HandleBatch in one
+// call.
+func (r *Runner) handleAll(ctx context.Context, m jetstream.Msg) {
+	msgs := []jetstream.Msg{m}
+	for len(msgs) < r.cfg.Batch {
+		select {
+		case m := <-r.work:
+			msgs = append(msgs, m)
+			continue
+		case <-r.quit:
+		default:
+		}
+		break
+	}
+	var units []*unit
+	for _, m := range msgs {
+		if u := r.open(ctx, m); u != nil {
+			units = append(units, u)
+		}
+	}
+	units = r.dropSeen(ctx, units)
+	var todo, done []*unit
+	for _, u := range units {
+		if r.lastDelivery(u.m) {
+			if r.run(ctx, u, nil) { // the exhausted path: no handler
+				done = append(done, u)
+			}
+			continue
+		}
+		todo = append(todo, u)
+	}
+	if len(todo) > 0 {
+		envs := make([]contracts.Envelope, len(todo))
+		logs := make([]*slog.Logger, len(todo))
+		msgs := make([]jetstream.Msg, len(todo))
+		for i, u := range todo {
+			envs[i], logs[i], msgs[i] = u.env, u.log, u.m
+		}
+		stop := r.inProgress(msgs...)
+		commits, errs := r.cfg.HandleBatch(ctx, envs, logs)
+		stop()
+		for i, u := range todo {
+			var err error
+			switch {
+			case i >= len(commits) || i >= len(errs):
+				err = fmt.Errorf("batch handler answered %d commits and %d errors for %d events", len(commits), len(errs), len(todo))
+			case errs[i] != nil:
+				err = errs[i]
+			default:
+				u.commit = commits[i]
+			}
+			if err == nil && r.cfg.Fault != nil {
+				err = r.cfg.Fault(FaultAfterEffect, u.env)
+			}
+			if err != nil {
+				r.retry(ctx, u.m, u.log, err)
+				continue
+			}
+			done = append(done, u)
+		}
+	}
+	if len(done) > 0 {
+		r.commit(ctx, done)
+	}
+}
+
+// dropSeen settles (acks) the units the inbox already holds and returns
+// the others: one query when the store can, else one per unit.
+func (r *Runner) dropSeen(ctx context.Context, units []*unit) []*unit {
+	ir, ok := r.cfg.Store.(InboxReader)
+	if !ok || len(units) < 2 {
+		out := units[:0]
+		for _, u := range units {
+			seen, err := r.cfg.Store.Processed(ctx, r.cfg.Consumer.Durable, u.env.Event.ID())
+			if !r.settleSeen(ctx, u, seen, err) {
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	ids := make([]string, len(units))
+	for i, u := range units {
+		ids[i] = u.env.Event.ID()
+	}
+	seen, err := ir.ProcessedAny(ctx, r.cfg.Consumer.Durable, ids)
+	out := units[:0]
+	for _, u := range units {
+		if !r.settleSeen(ctx, u, seen[u.env.Event.ID()], err) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// settleSeen settles a unit whose inbox lookup failed (retry) or found it
+// (ack); it reports whether it did.
+func (r *Runner) settleSeen(ctx context.Context, u *unit, seen bool, err error) bool {
+	switch {
+	case err != nil:
+		r.retry(ctx, u.m, u.log, err)
+		return true
+	case seen:
+		u.log.DebugContext(ctx, "duplicate delivery dropped")
+		r.ack(ctx, u.m, u.log)
+		return true
+	}
+	return false
+}
+
+// fn is the unit's part of the transaction: its inbox row, then its commit.
+func (r *Runner) fn(u *unit) func(tx *sqlite.Tx) error {
+	return func(tx *sqlite.Tx) error {
+		first, err := tx.MarkProcessed(r.cfg.Consumer.Durable, u.env.Event.ID())
+		if err != nil {
+			return err
+		}
+		if !first {
+			return errDuplicate
+		}
+		if u.commit == nil {
+			return nil
+		}
+		return u.commit(tx)
+	}
+}
+
+// commit commits the units — one transaction, a savepoint each, when the
+// store can — and settles each message by its own outcome.
+func (r *Runner) commit(ctx context.Context, units []*unit) {
+	errs := make([]error, len(units))
+	bs, batched := r.cfg.Store.(BatchStore)
+	if batched && len(units) > 1 {
+		fns := make([]func(tx *sqlite.Tx) error, len(units))
+		for i, u := range units {
+			fns[i] = r.fn(u)
+		}
+		each, err := bs.UpdateEach(ctx, fns)
+		for i := range units {
+			if err != nil {
+				errs[i] = err
+			} else {
+				errs[i] = each[i]
+			}
+		}
+	} else {
+		for i, u := range units {
+			errs[i] = r.cfg.Store.Update(ctx, r.fn(u))
+		}
+	}
+	for i, u := range units {
+		r.settle(ctx, u, errs[i])
+	}
+}
+
+// settle acks or retries one committed (or failed) unit.
+func (r *Runner) settle(ctx context.Context, u *unit, err error) {
+	if errors.Is(err, errDuplicate) {
+		u.log.DebugContext(ctx, "duplicate delivery dropped at commit")
+		r.ack(ctx, u.m, u.log)
+		return
+	}
+	if err != nil {
+		r.retry(ctx, u.m, u.log, fmt.Errorf("commit: %w", err))
+		return
+	}
+	if r.cfg.Fault != nil {
+		if err := r.cfg.Fault(FaultAfterCommit, u.env); err != nil {
+			return // as if the process died: redelivered after AckWait
+		}
+	}
+	r.ack(ctx, u.m, u.log)
+}

@@ -1,0 +1,178 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/runner"
+)
+
+// gate blocks the side effect of the first event until opened, so that the
+// events published behind it queue up and form one batch.
+type gate struct {
+	once    sync.Once
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}), open: make(chan struct{})} }
+
+func (g *gate) effect(ctx context.Context, env contracts.Envelope) error {
+	first := false
+	g.once.Do(func() { first = true; close(g.entered) })
+	if first {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+// publishN publishes events ids[0..n) for distinct PRs; it returns the
+// last stream sequence.
+func (h *harness) publishN(prefix string, n int) (ids []string, last uint64) {
+	h.t.Helper()
+	for i := 0; i < n; i++ {
+		r := validRequest()
+		r.PRNumber = i + 1
+		r.PRID = contracts.PRID(r.Repo, r.PRNumber)
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		ids = append(ids, id)
+		last = h.publish(requested(h.t, id, r))
+	}
+	return ids, last
+}
+
+// commitTimes returns the inbox processed_at of each event: one
+// transaction stamps all its units with one time.
+func (h *harness) commitTimes(ids []string) map[string]int64 {
+	h.t.Helper()
+	out := map[string]int64{}
+	for _, id := range ids {
+		var at int64
+		if err := h.db.Reader().QueryRow(`SELECT processed_at FROM inbox WHERE consumer = ? AND event_id = ?`, h.durable, id).Scan(&at); err != nil {
+			h.t.Fatalf("inbox row of %s: %v", id, err)
+		}
+		out[id] = at
+	}
+	return out
+}
+
+func TestBatchCommitsEachOutcomeOnItsOwn(t *testing.T) {
+	g := newGate()
+	var failed atomic.Bool
+	h := start(t, setup{
+		workers: 1,
+		effect:  g.effect,
+		tune:    func(c *runner.Config) { c.BatchWindow = 10 * time.Second },
+		commitErr: func(env contracts.Envelope) error {
+			if env.Event.ID() == "b-5" && failed.CompareAndSwap(false, true) {
+				return errors.New("unit 5 fails once")
+			}
+			return nil
+		},
+	})
+	h.publish(requested(t, "b-first", validRequest()))
+	<-g.entered
+	ids, last := h.publishN("b", 10)
+	h.waitFor("the 10 events to be delivered behind the first", func() bool {
+		info := h.consumer()
+		return info.Delivered.Stream >= last
+	})
+	close(g.open)
+	h.settled(last)
+
+	for _, id := range append([]string{"b-first"}, ids...) {
+		if n := h.committedEffects(id); n != 1 {
+			t.Errorf("committed effects of %s: got %d, want 1", id, n)
+		}
+	}
+	if out := h.outgoing(contracts.SubjectMergeValidated); len(out) != 11 {
+		t.Errorf("validated events: got %d, want 11", len(out))
+	}
+	times := h.commitTimes(ids)
+	batch := map[int64]int{}
+	for id, at := range times {
+		if id != "b-5" {
+			batch[at]++
+		}
+	}
+	// Normally one batch; a message still on its way from the client's
+	// subscription to the worker when the batch closes starts another.
+	if len(batch) > 3 {
+		t.Errorf("the 9 events that did not fail were committed in %d transactions, want them batched: %v", len(batch), times)
+	}
+	if _, together := batch[times["b-5"]]; together {
+		t.Error("b-5 failed in the batch but its retry has the batch's commit time")
+	}
+	if n := h.calls.Load(); n != 12 {
+		t.Errorf("handler runs: got %d, want 12 (11 events, b-5 twice)", n)
+	}
+}
+
+func TestOneWorkerCommitsInDeliveryOrder(t *testing.T) {
+	h := start(t, setup{workers: 1})
+	ids, last := h.publishN("o", 40)
+	h.settled(last)
+	rows, err := h.db.Reader().Query(`SELECT event_id FROM effects ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, id)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("commit order:\n got %v\nwant %v", got, ids)
+	}
+}
+
+func TestBatchHandlerGetsWhatIsWaiting(t *testing.T) {
+	g := newGate()
+	var failed atomic.Bool
+	h := start(t, setup{
+		workers: 1,
+		batch:   true,
+		effect: func(ctx context.Context, env contracts.Envelope) error {
+			if err := g.effect(ctx, env); err != nil {
+				return err
+			}
+			if env.Event.ID() == "h-3" && failed.CompareAndSwap(false, true) {
+				return errTransient
+			}
+			return nil
+		},
+	})
+	h.publish(requested(t, "h-first", validRequest()))
+	<-g.entered
+	ids, last := h.publishN("h", 10)
+	h.waitFor("the 10 events to be delivered behind the first", func() bool { return h.consumer().Delivered.Stream >= last })
+	close(g.open)
+	h.settled(last)
+	for _, id := range append([]string{"h-first"}, ids...) {
+		if n := h.committedEffects(id); n != 1 {
+			t.Errorf("committed effects of %s: got %d, want 1", id, n)
+		}
+	}
+	// The first call had the first event alone; the ten behind it came in
+	// one call (or two, if one was still on its way to the worker); h-3's
+	// failure retried it alone.
+	if n := h.batches.Load(); n < 3 || n > 4 {
+		t.Errorf("batch handler calls: got %d, want 3", n)
+	}
+	if n := h.calls.Load(); n != 12 {
+		t.Errorf("events handled: got %d, want 12 (h-3 twice)", n)
+	}
+}

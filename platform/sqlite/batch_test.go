@@ -1,0 +1,123 @@
+package sqlite_test
+
+import (
+	"database/sql"
+	"errors"
+	"testing"
+
+	"github.com/prsaga/prsaga/platform/sqlite"
+)
+
+func TestUpdateEachKeepsEachOutcomeItsOwn(t *testing.T) {
+	ctx := testContext(t)
+	db, _ := openClock(t)
+	errNo := errors.New("unit 1 decided against it")
+	var after []string
+	put := func(k string) func(tx *sqlite.Tx) error {
+		return func(tx *sqlite.Tx) error {
+			tx.AfterCommit(func() { after = append(after, k) })
+			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 1)`, k)
+			return err
+		}
+	}
+	var sawB bool
+	errs, err := db.UpdateEach(ctx, []func(tx *sqlite.Tx) error{
+		put("a"),
+		func(tx *sqlite.Tx) error {
+			if err := put("b")(tx); err != nil {
+				return err
+			}
+			return errNo
+		},
+		func(tx *sqlite.Tx) error {
+			var n int
+			if err := tx.QueryRow(`SELECT count(*) FROM kv WHERE k = 'b'`).Scan(&n); err != nil {
+				return err
+			}
+			sawB = n > 0
+			return put("c")(tx)
+		},
+		func(tx *sqlite.Tx) error {
+			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('a', 2)`) // a exists: fails alone
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatalf("UpdateEach: %v", err)
+	}
+	if errs[0] != nil || !errors.Is(errs[1], errNo) || errs[2] != nil || errs[3] == nil {
+		t.Fatalf("errs: got %v, want [nil, unit 1's error, nil, a constraint error]", errs)
+	}
+	if sawB {
+		t.Error("unit 2 saw the write of the failed unit 1")
+	}
+	for k, want := range map[string]bool{"a": true, "b": false, "c": true} {
+		if _, ok := get(t, db, k); ok != want {
+			t.Errorf("row %s present: %v, want %v", k, ok, want)
+		}
+	}
+	if v, _ := get(t, db, "a"); v != 1 {
+		t.Errorf("a = %d, want 1 (unit 3 rolled back)", v)
+	}
+	if len(after) != 2 || after[0] != "a" || after[1] != "c" {
+		t.Errorf("AfterCommit ran for %v, want [a c] (not for the failed unit)", after)
+	}
+}
+
+func TestUpdateEachPanicRollsBackAll(t *testing.T) {
+	ctx := testContext(t)
+	db, _ := openClock(t)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not propagate")
+			}
+		}()
+		_, _ = db.UpdateEach(ctx, []func(tx *sqlite.Tx) error{
+			func(tx *sqlite.Tx) error { _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('p', 1)`); return err },
+			func(tx *sqlite.Tx) error { panic("unit bug") },
+		})
+	}()
+	if _, ok := get(t, db, "p"); ok {
+		t.Error("a unit of the panicking batch was committed")
+	}
+	if err := db.Update(ctx, func(tx *sqlite.Tx) error {
+		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('q', 1)`)
+		return err
+	}); err != nil {
+		t.Fatalf("update after the panic: %v", err)
+	}
+}
+
+// Statements are prepared after their first transaction and reused; the
+// results are the same either way.
+func TestPreparedStatementsBehaveAsPlainOnes(t *testing.T) {
+	ctx := testContext(t)
+	db, _ := openClock(t)
+	for i := 0; i < 3; i++ {
+		err := db.Update(ctx, func(tx *sqlite.Tx) error {
+			var v int
+			err := tx.QueryRowContext(ctx, `SELECT v FROM kv WHERE k = ?`, "x").Scan(&v)
+			switch {
+			case i == 0 && !errors.Is(err, sql.ErrNoRows):
+				t.Errorf("round %d: read of a missing row: %v, want ErrNoRows", i, err)
+			case i > 0 && (err != nil || v != i):
+				t.Errorf("round %d: read %d, %v; want %d", i, v, err, i)
+			}
+			res, err := tx.ExecContext(ctx, `INSERT INTO kv (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, "x", i+1)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				t.Errorf("round %d: rows affected %d, want 1", i, n)
+			}
+			if _, err := tx.Exec(`INSERT INTO nosuchtable VALUES (1)`); err == nil {
+				t.Errorf("round %d: a statement on a missing table succeeded", i)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+}

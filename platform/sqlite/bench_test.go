@@ -1,0 +1,112 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/prsaga/prsaga/platform/sqlite"
+)
+
+// benchEvents builds n distinct events to emit.
+func benchEvents(b *testing.B, n int) []*event.Event {
+	evs := make([]*event.Event, n)
+	for i := range evs {
+		evs[i] = requested(b, fmt.Sprintf("bench-%d", i))
+	}
+	return evs
+}
+
+// BenchmarkUnit is one handler transaction as the runner commits it:
+// inbox insert, a state write, one outbox insert.
+func BenchmarkUnit(b *testing.B) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "db.sqlite"), sqlite.Options{}, kv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	evs := benchEvents(b, b.N+1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		err := db.Update(ctx, func(tx *sqlite.Tx) error {
+			return unit(tx, i, evs[i])
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func unit(tx *sqlite.Tx, i int, e *event.Event) error {
+	if _, err := tx.MarkProcessed("bench", e.ID()); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(tx.Context(), `INSERT INTO kv (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, fmt.Sprint(i%100), i); err != nil {
+		return err
+	}
+	return tx.Emit(e)
+}
+
+// BenchmarkMarkSent marks 16 relayed rows sent in one statement.
+func BenchmarkMarkSent16(b *testing.B) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "db.sqlite"), sqlite.Options{}, kv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	const per = 16
+	evs := benchEvents(b, (b.N+1)*per)
+	if err := db.Update(ctx, func(tx *sqlite.Tx) error { return tx.Emit(evs...) }); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ids := make([]string, per)
+		for j := range ids {
+			ids[j] = evs[i*per+j].ID()
+		}
+		if err := db.MarkSent(ctx, ids); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*per), "ns/row")
+}
+
+// BenchmarkUnitBatch16 commits 16 such units per transaction, each in its
+// own savepoint (UpdateEach), as the runner does under load.
+func BenchmarkUnitBatch16(b *testing.B) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "db.sqlite"), sqlite.Options{}, kv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	const per = 16
+	evs := benchEvents(b, (b.N+1)*per)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fns := make([]func(tx *sqlite.Tx) error, per)
+		for j := range fns {
+			k := i*per + j
+			fns[j] = func(tx *sqlite.Tx) error { return unit(tx, k, evs[k]) }
+		}
+		errs, err := db.UpdateEach(ctx, fns)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*per), "ns/unit")
+}

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prsaga/prsaga/contracts"
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
+	"github.com/prsaga/prsaga/services/ledger"
+	"github.com/prsaga/prsaga/services/ledger/httpapi"
+	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
+	ledgerydb "github.com/prsaga/prsaga/services/ledger/ydb"
+)
+
+// Store is the ledger's tables on either store: the API's reads, the
+// watchdog's, reliable publishing, and the projection's transaction.
+type Store interface {
+	httpapi.Sagas
+	httpapi.Outbox
+	ledger.WatchdogStore
+	// Check reports whether the ledger's tables exist.
+	Check(ctx context.Context) error
+	// StateCounts counts sagas per state with the oldest of each.
+	StateCounts(ctx context.Context) (map[contracts.State]ledger.StateCount, error)
+	// Bind is the ledger's view of an open transaction of the store (the
+	// runner's, so that the projection commits with the inbox and outbox).
+	Bind(tx store.Tx) (ledger.Tx, error)
+}
+
+var (
+	_ Store = (*ledgersqlite.Store)(nil)
+	_ Store = (*ledgerydb.Store)(nil)
+)
+
+// Adapter returns the ledger's tables on db's store (SQLite or YDB).
+func Adapter(db any) (Store, error) {
+	switch db := db.(type) {
+	case *psqlite.DB:
+		return ledgersqlite.NewStore(db), nil
+	case *pydb.DB:
+		return ledgerydb.NewStore(db), nil
+	case interface{ SQLite() *psqlite.DB }: // storetest's seam, until sqlite implements store.DB
+		return ledgersqlite.NewStore(db.SQLite()), nil
+	}
+	return nil, fmt.Errorf("ledger: no tables for a store of type %T", db)
+}

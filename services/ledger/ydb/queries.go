@@ -1,0 +1,111 @@
+package ydb
+
+// The ledger's YQL. Every value is a typed parameter; the statements are
+// constants (one per filter shape of the list, rather than text assembled
+// per call). Reads of a secondary index name it with VIEW.
+
+const sagaColumns = `pr_id, repo, correlation_id, state, failed_step, last_error, timed_out,
+    attempts, merge_sha, merged, version, created_at, updated_at`
+
+const (
+	qPing = `SELECT pr_id FROM pr_saga WHERE pr_id = $pr_id`
+
+	qSaga = `SELECT ` + sagaColumns + ` FROM pr_saga WHERE pr_id = $pr_id`
+	// The version read before a conditional write (SaveSaga).
+	qSagaVersion = `SELECT version FROM pr_saga WHERE pr_id = $pr_id`
+	// The whole row, written after qSagaVersion in the same transaction.
+	qPutSaga = `UPSERT INTO pr_saga (` + sagaColumns + `)
+VALUES ($pr_id, $repo, $correlation_id, $state, $failed_step, $last_error, $timed_out,
+    $attempts, $merge_sha, $merged, $version, $created_at, $updated_at)`
+
+	qEventRecorded = `SELECT event_id FROM saga_event WHERE event_id = $event_id`
+	qRecordEvent   = `UPSERT INTO saga_event (event_id, pr_id, correlation_id, type, status, reason, received_at, event)
+VALUES ($event_id, $pr_id, $correlation_id, $type, $status, $reason, $received_at, $event)`
+
+	// A range of the primary key (pr_id, seq).
+	qLastSeq        = `SELECT MAX(seq) AS last FROM saga_transition WHERE pr_id = $pr_id`
+	qAddTransitions = `UPSERT INTO saga_transition
+SELECT pr_id, ` + transitionColumn + ` FROM AS_TABLE($transitions)`
+	transitionColumn = `seq, correlation_id, from_state, to_state, reason, event_id, inferred, actor, at`
+	qTransitions     = `SELECT ` + transitionColumn + ` FROM saga_transition WHERE pr_id = $pr_id ORDER BY seq`
+	qLastTransition  = `SELECT ` + transitionColumn + ` FROM saga_transition WHERE pr_id = $pr_id ORDER BY seq DESC LIMIT 1`
+
+	eventColumns = `event_id, pr_id, correlation_id, type, status, reason, received_at, event`
+	// idx_event_correlation (correlation_id, type, received_at).
+	qLatestEvent = `SELECT ` + eventColumns + `
+FROM saga_event VIEW idx_event_correlation
+WHERE correlation_id = $correlation_id AND type = $type
+ORDER BY received_at DESC, event_id DESC
+LIMIT 1`
+	qAnyEventOfRun = `SELECT event FROM saga_event VIEW idx_event_correlation
+WHERE correlation_id = $correlation_id LIMIT 1`
+	qEventsOfRun = `SELECT ` + eventColumns + `
+FROM saga_event VIEW idx_event_correlation
+WHERE correlation_id = $correlation_id
+ORDER BY received_at, event_id
+LIMIT $limit`
+	// idx_event_pr (pr_id, received_at).
+	qEventsOfPR = `SELECT ` + eventColumns + `
+FROM saga_event VIEW idx_event_pr
+WHERE pr_id = $pr_id
+ORDER BY received_at, event_id
+LIMIT $limit`
+	// idx_transition_correlation (correlation_id).
+	qTransitionsOfRun = `SELECT pr_id, ` + transitionColumn + `
+FROM saga_transition VIEW idx_transition_correlation
+WHERE correlation_id = $correlation_id
+ORDER BY at, seq
+LIMIT $limit`
+
+	// Answers older than $since are treated as gone (TTL deletes them late).
+	qRetryAnswer     = `SELECT answer FROM retry_answer WHERE idempotency_key = $key AND created_at >= $since`
+	qSaveRetryAnswer = `UPSERT INTO retry_answer (idempotency_key, pr_id, answer, created_at)
+VALUES ($key, $pr_id, $answer, $created_at)`
+
+	// The watchdog's query: one range of idx_saga_state (state, updated_at)
+	// per in-flight state, oldest first — never a scan of pr_saga.
+	qStuck = `SELECT ` + sagaColumns + `
+FROM pr_saga VIEW idx_saga_state
+WHERE state = $state AND updated_at < $cutoff
+ORDER BY updated_at, pr_id
+LIMIT $limit`
+
+	qOutboxStatus = `SELECT sent_at FROM outbox WHERE id = $id`
+
+	// Counts per state, with the oldest updated_at of each, from
+	// idx_saga_state (state, updated_at), which covers the query.
+	qStateCounts = `SELECT state, COUNT(*) AS n, MIN(updated_at) AS oldest
+FROM pr_saga VIEW idx_saga_state
+GROUP BY state`
+	// The whole history in key order, for step durations (as the SQLite
+	// adapter: fine for the ledger's sizes; a busy installation would keep
+	// a rolling window).
+	qHistory = `SELECT pr_id, seq, to_state, inferred, at FROM saga_transition ORDER BY pr_id, seq`
+)
+
+// The list, newest first (updated_at DESC, pr_id DESC), one statement per
+// index and per first-page/next-page; $limit is the page size plus one.
+// Next pages continue strictly after the cursor with a tuple comparison.
+const (
+	orderNewest = `
+ORDER BY updated_at DESC, pr_id DESC
+LIMIT $limit`
+	afterCursor = ` (updated_at, pr_id) < ($after_updated_at, $after_pr_id)`
+
+	qListAll      = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_updated` + orderNewest
+	qListAllAfter = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_updated
+WHERE` + afterCursor + orderNewest
+	qListState = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_state
+WHERE state = $state AND ($any_repo OR repo = $repo)` + orderNewest
+	qListStateAfter = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_state
+WHERE state = $state AND ($any_repo OR repo = $repo) AND` + afterCursor + orderNewest
+	qListRepo = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_repo
+WHERE repo = $repo` + orderNewest
+	qListRepoAfter = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_repo
+WHERE repo = $repo AND` + afterCursor + orderNewest
+	// The stuck filter: one in-flight state's rows older than its cutoff
+	// (the watchdog's predicate), queried per state and merged.
+	qListStuck = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_state
+WHERE state = $state AND updated_at < $cutoff AND ($any_repo OR repo = $repo)
+    AND ($from_start OR` + afterCursor + `)` + orderNewest
+)

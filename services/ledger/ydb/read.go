@@ -1,0 +1,376 @@
+package ydb
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
+	"github.com/ydb-platform/ydb-go-sdk/v3/query"
+
+	"github.com/prsaga/prsaga/contracts"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
+	"github.com/prsaga/prsaga/services/ledger"
+)
+
+// MaxEvents bounds the events and transitions listed for one PR or run.
+const MaxEvents = 1000
+
+var (
+	_ ledger.WatchdogStore = (*Store)(nil)
+	_ ledger.Evidence      = (*Store)(nil)
+)
+
+// Get returns the PR's saga with its transitions, or ledger.ErrNotFound.
+func (s *Store) Get(ctx context.Context, prID string) (ledger.Saga, error) {
+	row, err := s.db.QueryRow(ctx, qSaga, prKey(prID))
+	if pydb.IsNoRows(err) {
+		return ledger.Saga{}, fmt.Errorf("%s: %w", prID, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.Saga{}, fmt.Errorf("read saga %s: %w", prID, err)
+	}
+	r, err := scanSaga(row)
+	if err != nil {
+		return ledger.Saga{}, fmt.Errorf("read saga %s: %w", prID, err)
+	}
+	saga := ledger.SagaOf(r)
+	saga.TargetBranch = s.targetBranch(ctx, r.CorrelationID)
+	saga.Transitions = []ledger.Transition{}
+	err = s.db.Query(ctx, qTransitions, prKey(prID), func(row query.Row) error {
+		t, _, err := scanTransition(row, false)
+		saga.Transitions = append(saga.Transitions, t)
+		return err
+	})
+	if err != nil {
+		return ledger.Saga{}, fmt.Errorf("read transitions of %s: %w", prID, err)
+	}
+	return saga, nil
+}
+
+// targetBranch reads the run's target branch from one of its events
+// (every saga payload carries the request); "" when unknown.
+func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
+	row, err := s.db.QueryRow(ctx, qAnyEventOfRun, ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Build())
+	if err != nil {
+		return ""
+	}
+	var raw string
+	if row.Scan(&raw) != nil {
+		return ""
+	}
+	e, err := ledger.Event{Event: []byte(raw)}.CloudEvent()
+	if err != nil {
+		return ""
+	}
+	var r contracts.Request
+	if contracts.Decode(e, &r) != nil {
+		return ""
+	}
+	return r.TargetBranch
+}
+
+// List returns one page of sagas, most recently updated first (see
+// ledger.Filter). The filter is validated first; each shape of filter is
+// one constant statement over one index (VIEW idx_saga_state,
+// idx_saga_repo or idx_saga_updated).
+func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
+	f = f.WithDefaults()
+	if err := f.Validate(); err != nil {
+		return ledger.Page{}, err
+	}
+	var rows []contracts.Row
+	var err error
+	if f.Stuck {
+		rows, err = s.listStuck(ctx, f)
+	} else {
+		rows, err = s.listPage(ctx, f)
+	}
+	if err != nil {
+		return ledger.Page{}, fmt.Errorf("list sagas: %w", err)
+	}
+	page := ledger.Page{Sagas: []ledger.Saga{}}
+	for _, r := range rows {
+		page.Sagas = append(page.Sagas, ledger.SagaOf(r))
+	}
+	// One row more than asked says whether another page follows.
+	if len(page.Sagas) > f.Limit {
+		page.Sagas = page.Sagas[:f.Limit]
+		page.NextCursor = ledger.CursorAfter(page.Sagas[f.Limit-1]).String()
+	}
+	return page, nil
+}
+
+func (s *Store) listPage(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
+	b := ydbsdk.ParamsBuilder().Param("$limit").Uint64(uint64(f.Limit + 1))
+	var q string
+	switch {
+	case f.State != "":
+		q = pick(f.After == nil, qListState, qListStateAfter)
+		b = b.Param("$state").Text(string(f.State)).Param("$any_repo").Bool(f.Repo == "").Param("$repo").Text(f.Repo)
+	case f.Repo != "":
+		q = pick(f.After == nil, qListRepo, qListRepoAfter)
+		b = b.Param("$repo").Text(f.Repo)
+	default:
+		q = pick(f.After == nil, qListAll, qListAllAfter)
+	}
+	if f.After != nil {
+		b = b.Param("$after_updated_at").Timestamp(f.After.UpdatedAt).Param("$after_pr_id").Text(f.After.PRID)
+	}
+	return s.sagas(ctx, q, b.Build())
+}
+
+func pick(first bool, a, b string) string {
+	if first {
+		return a
+	}
+	return b
+}
+
+// listStuck runs the stuck statement once per in-flight state (each one
+// range of idx_saga_state) and merges the pages newest first.
+func (s *Store) listStuck(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
+	var all []contracts.Row
+	for _, st := range contracts.Steps {
+		cut, ok := f.StuckBefore[st]
+		if !ok || (f.State != "" && f.State != st) {
+			continue
+		}
+		b := ydbsdk.ParamsBuilder().
+			Param("$state").Text(string(st)).
+			Param("$cutoff").Timestamp(cut).
+			Param("$any_repo").Bool(f.Repo == "").
+			Param("$repo").Text(f.Repo).
+			Param("$from_start").Bool(f.After == nil).
+			Param("$limit").Uint64(uint64(f.Limit + 1))
+		var after ledger.Cursor
+		if f.After != nil {
+			after = *f.After
+		}
+		b = b.Param("$after_updated_at").Timestamp(after.UpdatedAt).Param("$after_pr_id").Text(after.PRID)
+		rows, err := s.sagas(ctx, qListStuck, b.Build())
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
+	}
+	slices.SortFunc(all, newestFirst)
+	if len(all) > f.Limit+1 {
+		all = all[:f.Limit+1]
+	}
+	return all, nil
+}
+
+func newestFirst(a, b contracts.Row) int {
+	if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(b.PRID, a.PRID)
+}
+
+func (s *Store) sagas(ctx context.Context, q string, p ydbsdk.Params) ([]contracts.Row, error) {
+	var out []contracts.Row
+	err := s.db.Query(ctx, q, p, func(row query.Row) error {
+		r, err := scanSaga(row)
+		out = append(out, r)
+		return err
+	})
+	return out, err
+}
+
+// Events lists the events recorded for a PR, oldest first (at most
+// MaxEvents). An unknown PR has none.
+func (s *Store) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
+	out := []ledger.Event{}
+	err := s.db.Query(ctx, qEventsOfPR, ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Param("$limit").Uint64(MaxEvents).Build(),
+		func(row query.Row) error {
+			e, err := scanEvent(row)
+			out = append(out, e)
+			return err
+		})
+	if err != nil {
+		return nil, fmt.Errorf("list events of %s: %w", prID, err)
+	}
+	return out, nil
+}
+
+// Run returns what the ledger recorded for one run: its transitions and
+// its events, oldest first; ledger.ErrNotFound for an unknown run.
+func (s *Store) Run(ctx context.Context, correlationID string) (ledger.Run, error) {
+	run := ledger.Run{CorrelationID: correlationID, Transitions: []ledger.Transition{}, Events: []ledger.Event{}}
+	p := ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Param("$limit").Uint64(MaxEvents).Build()
+	err := s.db.Query(ctx, qTransitionsOfRun, p, func(row query.Row) error {
+		t, pr, err := scanTransition(row, true)
+		run.PRID = pr
+		run.Transitions = append(run.Transitions, t)
+		return err
+	})
+	if err != nil {
+		return ledger.Run{}, fmt.Errorf("read run %s: %w", correlationID, err)
+	}
+	err = s.db.Query(ctx, qEventsOfRun, p, func(row query.Row) error {
+		e, err := scanEvent(row)
+		if run.PRID == "" {
+			run.PRID = e.PRID
+		}
+		run.Events = append(run.Events, e)
+		return err
+	})
+	if err != nil {
+		return ledger.Run{}, fmt.Errorf("read events of run %s: %w", correlationID, err)
+	}
+	if run.PRID == "" {
+		return ledger.Run{}, fmt.Errorf("run %s: %w", correlationID, ledger.ErrNotFound)
+	}
+	return run, nil
+}
+
+// Stats counts sagas per state (from idx_saga_state) and the durations of
+// each step from saga_transition.
+func (s *Store) Stats(ctx context.Context) (ledger.Stats, error) {
+	st := ledger.Stats{States: map[contracts.State]int{}}
+	for _, state := range contracts.States {
+		st.States[state] = 0
+	}
+	counts, err := s.StateCounts(ctx)
+	if err != nil {
+		return ledger.Stats{}, fmt.Errorf("saga stats: %w", err)
+	}
+	for state, c := range counts {
+		st.States[state] += c.Sagas
+		st.Total += c.Sagas
+	}
+	if st.Steps, err = s.stepDurations(ctx); err != nil {
+		return ledger.Stats{}, err
+	}
+	return st, nil
+}
+
+// stepDurations measures every finished visit of a step: from the
+// transition into it to the PR's next transition; a visit entered by an
+// inferred transition is left out. The history is read in key order
+// (pr_id, seq), so "the next transition" is the next row of the same PR.
+func (s *Store) stepDurations(ctx context.Context) (map[contracts.State]ledger.StepStats, error) {
+	ds := map[contracts.State][]time.Duration{}
+	var prevPR string
+	var prevTo contracts.State
+	var prevInferred, have bool
+	var prevAt time.Time
+	err := s.db.Query(ctx, qHistory, nil, func(row query.Row) error {
+		var pr, to string
+		var seq int64
+		var inferred bool
+		var at time.Time
+		if err := row.Scan(&pr, &seq, &to, &inferred, &at); err != nil {
+			return err
+		}
+		if have && pr == prevPR && prevTo.InFlight() && !prevInferred {
+			ds[prevTo] = append(ds[prevTo], at.Sub(prevAt))
+		}
+		prevPR, prevTo, prevInferred, prevAt, have = pr, contracts.State(to), inferred, at, true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("step durations: %w", err)
+	}
+	out := ledger.EmptySteps()
+	for st, d := range ds {
+		out[st] = ledger.StepStatsOf(d)
+	}
+	return out, nil
+}
+
+// Stuck returns at most limit in-flight rows last updated before their
+// state's cutoff, oldest first: one range of idx_saga_state per state.
+func (s *Store) Stuck(ctx context.Context, cutoffs map[contracts.State]time.Time, limit int) ([]contracts.Row, error) {
+	var out []contracts.Row
+	for _, st := range contracts.Steps {
+		cut, ok := cutoffs[st]
+		if !ok {
+			continue
+		}
+		rows, err := s.sagas(ctx, qStuck, ydbsdk.ParamsBuilder().
+			Param("$state").Text(string(st)).
+			Param("$cutoff").Timestamp(cut).
+			Param("$limit").Uint64(uint64(limit)).
+			Build())
+		if err != nil {
+			return nil, fmt.Errorf("read stuck sagas: %w", err)
+		}
+		out = append(out, rows...)
+	}
+	slices.SortFunc(out, func(a, b contracts.Row) int {
+		if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.PRID, b.PRID)
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// LatestEvent returns the run's most recently received event of a type.
+func (s *Store) LatestEvent(ctx context.Context, correlationID, eventType string) (ledger.Event, bool, error) {
+	row, err := s.db.QueryRow(ctx, qLatestEvent, latestEventParams(correlationID, eventType))
+	return scanLatest(row, err, correlationID, eventType)
+}
+
+// LastTransition returns the PR's most recent transition.
+func (s *Store) LastTransition(ctx context.Context, prID string) (ledger.Transition, bool, error) {
+	row, err := s.db.QueryRow(ctx, qLastTransition, prKey(prID))
+	if pydb.IsNoRows(err) {
+		return ledger.Transition{}, false, nil
+	}
+	if err == nil {
+		var t ledger.Transition
+		if t, _, err = scanTransition(row, false); err == nil {
+			return t, true, nil
+		}
+	}
+	return ledger.Transition{}, false, fmt.Errorf("read last transition of %s: %w", prID, err)
+}
+
+// OutboxStatus says whether the ledger's outbox holds an event and whether
+// the relay has published it.
+func (s *Store) OutboxStatus(ctx context.Context, eventID string) (held, sent bool, err error) {
+	row, err := s.db.QueryRow(ctx, qOutboxStatus, ydbsdk.ParamsBuilder().Param("$id").Text(eventID).Build())
+	if pydb.IsNoRows(err) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("read outbox row %s: %w", eventID, err)
+	}
+	var sentAt *time.Time
+	if err := row.Scan(&sentAt); err != nil {
+		return false, false, fmt.Errorf("read outbox row %s: %w", eventID, err)
+	}
+	return true, sentAt != nil, nil
+}
+
+// StateCounts counts sagas per state with the oldest updated_at of each,
+// for the in-flight gauges: one pass over idx_saga_state.
+func (s *Store) StateCounts(ctx context.Context) (map[contracts.State]ledger.StateCount, error) {
+	out := map[contracts.State]ledger.StateCount{}
+	err := s.db.Query(ctx, qStateCounts, nil, func(row query.Row) error {
+		var state string
+		var n uint64
+		var oldest *time.Time
+		if err := row.Scan(&state, &n, &oldest); err != nil {
+			return err
+		}
+		c := ledger.StateCount{Sagas: int(n)}
+		if oldest != nil {
+			c.Oldest = oldest.UTC()
+		}
+		out[contracts.State(state)] = c
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("saga state counts: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,102 @@
+// Package ydb keeps the ledger's tables (pr_saga, saga_transition,
+// saga_event, retry_answer) in its directory of the YDB database: the write
+// side as a ledger.Tx bound to the platform's YDB transaction (so that the
+// projection commits with the runner's inbox and outbox), and the read side
+// the API, the watchdog and `prsaga trace` use.
+//
+// Every conditional write reads first in the same serializable
+// transaction: SaveSaga reads the row's version, then writes the whole row.
+// A concurrent writer of the same row invalidates that read, the commit
+// fails with ABORTED and DoTx runs the whole function again — which re-reads
+// the row, so the projection decides on the winner's row and the loser of
+// a direct conditional write sees ledger.ErrConflict. (UPDATE … RETURNING
+// would do the same in one statement; read-then-write works on every
+// server version.)
+package ydb
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
+
+	"github.com/prsaga/prsaga/platform/store"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
+	"github.com/prsaga/prsaga/services/ledger"
+)
+
+//go:embed migrations/*.yql
+var migrationFiles embed.FS
+
+// Migrations is the ledger's schema, applied by pydb.Open.
+var Migrations = func() pydb.Migrations {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return pydb.Migrations{Component: "ledger", FS: sub}
+}()
+
+// Store is the ledger's tables in its YDB directory. Safe for concurrent
+// use.
+type Store struct {
+	db *pydb.DB
+}
+
+// NewStore returns the store over db, which must have been opened with
+// Migrations.
+func NewStore(db *pydb.DB) *Store { return &Store{db: db} }
+
+// Check reports whether the ledger's tables exist.
+func (s *Store) Check(ctx context.Context) error {
+	if err := s.ping(ctx); err != nil {
+		return fmt.Errorf("ledger tables missing (open the database with the ledger's migrations): %w", err)
+	}
+	return nil
+}
+
+func (s *Store) ping(ctx context.Context) error {
+	_, err := s.db.QueryRow(ctx, qPing, ydbsdk.ParamsBuilder().Param("$pr_id").Text("").Build())
+	if pydb.IsNoRows(err) {
+		return nil
+	}
+	return err
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.ping(ctx); err != nil {
+		return fmt.Errorf("ping ledger store: %w", err)
+	}
+	return nil
+}
+
+// Bind returns the ledger's view of an open transaction of the YDB store
+// (the runner's).
+func (s *Store) Bind(tx store.Tx) (ledger.Tx, error) {
+	t, err := pydb.TxOf(tx)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{tx: t}, nil
+}
+
+// Update runs fn in one serializable transaction (DoTx: fn may run more
+// than once and must have no side effects outside tx).
+func (s *Store) Update(ctx context.Context, fn func(tx ledger.Tx) error) error {
+	return s.db.Update(ctx, func(tx store.Tx) error {
+		t, err := s.Bind(tx)
+		if err != nil {
+			return err
+		}
+		return fn(t)
+	})
+}
+
+// Emit commits events to the outbox in a transaction of their own.
+func (s *Store) Emit(ctx context.Context, evs ...*event.Event) error {
+	return s.db.Update(ctx, func(tx store.Tx) error { return tx.Emit(evs...) })
+}

@@ -1,0 +1,282 @@
+package ydb
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
+	"github.com/ydb-platform/ydb-go-sdk/v3/query"
+	"github.com/ydb-platform/ydb-go-sdk/v3/types"
+
+	"github.com/prsaga/prsaga/contracts"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
+	"github.com/prsaga/prsaga/services/ledger"
+)
+
+// Tx is a ledger.Tx over an open transaction of the YDB store. Reads come
+// before writes of the same table within each method, and the projector
+// reads every table before it writes it (saga_event, pr_saga,
+// saga_transition), so nothing depends on reading the transaction's own
+// writes.
+type Tx struct {
+	tx *pydb.Tx
+}
+
+var _ ledger.Tx = (*Tx)(nil)
+
+func prKey(prID string) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Build()
+}
+
+// Saga reads the PR's row; Exists is false when there is none.
+func (t *Tx) Saga(prID string) (contracts.Row, error) {
+	row, err := t.tx.QueryRow(qSaga, prKey(prID))
+	if pydb.IsNoRows(err) {
+		return contracts.Row{}, nil
+	}
+	if err != nil {
+		return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
+	}
+	r, err := scanSaga(row)
+	if err != nil {
+		return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
+	}
+	return r, nil
+}
+
+// EventRecorded reports whether saga_event holds the event.
+func (t *Tx) EventRecorded(eventID string) (bool, error) {
+	_, err := t.tx.QueryRow(qEventRecorded, ydbsdk.ParamsBuilder().Param("$event_id").Text(eventID).Build())
+	switch {
+	case err == nil:
+		return true, nil
+	case pydb.IsNoRows(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("look up saga event %s: %w", eventID, err)
+}
+
+// SaveSaga writes next as the PR's row if the row is still as prev left it:
+// absent (prev.Exists false) or at prev.Version. It reads the version
+// first, in this transaction; a lost race is ledger.ErrConflict.
+func (t *Tx) SaveSaga(prev, next contracts.Row) error {
+	key := next.PRID
+	if prev.Exists {
+		key = prev.PRID
+	}
+	row, err := t.tx.QueryRow(qSagaVersion, prKey(key))
+	var version int64
+	switch {
+	case pydb.IsNoRows(err):
+		if prev.Exists {
+			return fmt.Errorf("update saga %s at version %d: the row is gone: %w", prev.PRID, prev.Version, ledger.ErrConflict)
+		}
+	case err != nil:
+		return fmt.Errorf("write saga %s: %w", next.PRID, err)
+	default:
+		if err := row.Scan(&version); err != nil {
+			return fmt.Errorf("write saga %s: %w", next.PRID, err)
+		}
+		if !prev.Exists {
+			return fmt.Errorf("insert saga %s: another writer created it: %w", next.PRID, ledger.ErrConflict)
+		}
+		if version != prev.Version {
+			return fmt.Errorf("update saga %s at version %d (now %d): %w", prev.PRID, prev.Version, version, ledger.ErrConflict)
+		}
+	}
+	p := ydbsdk.ParamsBuilder().
+		Param("$pr_id").Text(key).
+		Param("$repo").Text(next.Repo).
+		Param("$correlation_id").Text(next.CorrelationID).
+		Param("$state").Text(string(next.State)).
+		Param("$failed_step").Text(string(next.FailedStep)).
+		Param("$last_error").Text(next.LastError).
+		Param("$timed_out").Bool(next.TimedOut).
+		Param("$attempts").Int64(int64(next.Attempts)).
+		Param("$merge_sha").Text(next.MergeSHA).
+		Param("$merged").Bool(next.Merged).
+		Param("$version").Int64(version + 1).
+		Param("$created_at").Timestamp(next.CreatedAt).
+		Param("$updated_at").Timestamp(next.UpdatedAt).
+		Build()
+	if err := t.tx.Exec(qPutSaga, p); err != nil {
+		return fmt.Errorf("write saga %s: %w", next.PRID, err)
+	}
+	return nil
+}
+
+// AddTransitions numbers ts after the PR's last transition and inserts them.
+func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Transition, error) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	row, err := t.tx.QueryRow(qLastSeq, prKey(prID))
+	if err != nil {
+		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
+	}
+	var last *int64 // MAX of no rows is NULL
+	if err := row.Scan(&last); err != nil {
+		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
+	}
+	var base int64
+	if last != nil {
+		base = *last
+	}
+	out := make([]ledger.Transition, len(ts))
+	items := make([]types.Value, len(ts))
+	for i, tr := range ts {
+		tr.Seq = base + int64(i) + 1
+		out[i] = tr
+		items[i] = types.StructValue(
+			types.StructFieldValue("pr_id", types.TextValue(prID)),
+			types.StructFieldValue("seq", types.Int64Value(tr.Seq)),
+			types.StructFieldValue("correlation_id", types.TextValue(tr.CorrelationID)),
+			types.StructFieldValue("from_state", types.TextValue(string(tr.From))),
+			types.StructFieldValue("to_state", types.TextValue(string(tr.To))),
+			types.StructFieldValue("reason", types.TextValue(tr.Reason)),
+			types.StructFieldValue("event_id", types.TextValue(tr.EventID)),
+			types.StructFieldValue("inferred", types.BoolValue(tr.Inferred)),
+			types.StructFieldValue("actor", types.TextValue(tr.Actor)),
+			types.StructFieldValue("at", types.TimestampValueFromTime(tr.At)),
+		)
+	}
+	if err := t.tx.Exec(qAddTransitions, ydbsdk.ParamsBuilder().Param("$transitions").Any(types.ListValue(items...)).Build()); err != nil {
+		return nil, fmt.Errorf("insert transitions of %s: %w", prID, err)
+	}
+	return out, nil
+}
+
+// RecordEvent stores one received event in saga_event. The projector has
+// looked it up first (EventRecorded) in this transaction.
+func (t *Tx) RecordEvent(e ledger.Event) error {
+	err := t.tx.Exec(qRecordEvent, ydbsdk.ParamsBuilder().
+		Param("$event_id").Text(e.EventID).
+		Param("$pr_id").Text(e.PRID).
+		Param("$correlation_id").Text(e.CorrelationID).
+		Param("$type").Text(e.Type).
+		Param("$status").Text(e.Status).
+		Param("$reason").Text(e.Reason).
+		Param("$received_at").Timestamp(e.ReceivedAt).
+		Param("$event").Text(string(e.Event)).
+		Build())
+	if err != nil {
+		return fmt.Errorf("record event %s: %w", e.EventID, err)
+	}
+	return nil
+}
+
+// LatestEvent returns the run's most recently received event of a type.
+func (t *Tx) LatestEvent(correlationID, eventType string) (ledger.Event, bool, error) {
+	row, err := t.tx.QueryRow(qLatestEvent, latestEventParams(correlationID, eventType))
+	return scanLatest(row, err, correlationID, eventType)
+}
+
+func latestEventParams(correlationID, eventType string) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Param("$type").Text(eventType).Build()
+}
+
+func scanLatest(row query.Row, err error, correlationID, eventType string) (ledger.Event, bool, error) {
+	if pydb.IsNoRows(err) {
+		return ledger.Event{}, false, nil
+	}
+	if err == nil {
+		var e ledger.Event
+		if e, err = scanEvent(row); err == nil {
+			return e, true, nil
+		}
+	}
+	return ledger.Event{}, false, fmt.Errorf("read latest %s of run %s: %w", eventType, correlationID, err)
+}
+
+// retryAnswerTTL is how long an Idempotency-Key is remembered (the table's
+// TTL deletes older answers; reads ignore them before that).
+const retryAnswerTTL = 24 * time.Hour
+
+// RetryAnswer returns the answer stored under an Idempotency-Key.
+func (t *Tx) RetryAnswer(key string) (ledger.RetryAnswer, bool, error) {
+	row, err := t.tx.QueryRow(qRetryAnswer, ydbsdk.ParamsBuilder().
+		Param("$key").Text(key).
+		Param("$since").Timestamp(t.tx.Now().Add(-retryAnswerTTL)).
+		Build())
+	if pydb.IsNoRows(err) {
+		return ledger.RetryAnswer{}, false, nil
+	}
+	if err != nil {
+		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
+	}
+	var raw string
+	if err := row.Scan(&raw); err != nil {
+		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
+	}
+	var a ledger.RetryAnswer
+	if err := json.Unmarshal([]byte(raw), &a); err != nil {
+		return ledger.RetryAnswer{}, false, fmt.Errorf("decode retry answer: %w", err)
+	}
+	return a, true, nil
+}
+
+// SaveRetryAnswer stores the first answer under key (the retrier read it
+// first in this transaction).
+func (t *Tx) SaveRetryAnswer(key string, a ledger.RetryAnswer) error {
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("encode retry answer: %w", err)
+	}
+	err = t.tx.Exec(qSaveRetryAnswer, ydbsdk.ParamsBuilder().
+		Param("$key").Text(key).
+		Param("$pr_id").Text(a.PRID).
+		Param("$answer").Text(string(raw)).
+		Param("$created_at").Timestamp(t.tx.Now()).
+		Build())
+	if err != nil {
+		return fmt.Errorf("store retry answer: %w", err)
+	}
+	return nil
+}
+
+// Emit appends events to the outbox.
+func (t *Tx) Emit(evs ...*event.Event) error { return t.tx.Emit(evs...) }
+
+// AfterCommit runs f after the transaction commits.
+func (t *Tx) AfterCommit(f func()) { t.tx.AfterCommit(f) }
+
+func scanSaga(row query.Row) (contracts.Row, error) {
+	var r contracts.Row
+	var state, failed string
+	var attempts, version int64
+	if err := row.Scan(&r.PRID, &r.Repo, &r.CorrelationID, &state, &failed, &r.LastError, &r.TimedOut,
+		&attempts, &r.MergeSHA, &r.Merged, &version, &r.CreatedAt, &r.UpdatedAt); err != nil {
+		return contracts.Row{}, err
+	}
+	r.Exists = true
+	r.State, r.FailedStep = contracts.State(state), contracts.State(failed)
+	r.Attempts, r.Version = int(attempts), version
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	return r, nil
+}
+
+func scanEvent(row query.Row) (ledger.Event, error) {
+	var e ledger.Event
+	var raw string
+	if err := row.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &e.ReceivedAt, &raw); err != nil {
+		return ledger.Event{}, err
+	}
+	e.ReceivedAt, e.Event = e.ReceivedAt.UTC(), []byte(raw)
+	return e, nil
+}
+
+func scanTransition(row query.Row, withPR bool) (ledger.Transition, string, error) {
+	var t ledger.Transition
+	var pr, from, to string
+	dst := []any{&t.Seq, &t.CorrelationID, &from, &to, &t.Reason, &t.EventID, &t.Inferred, &t.Actor, &t.At}
+	if withPR {
+		dst = append([]any{&pr}, dst...)
+	}
+	if err := row.Scan(dst...); err != nil {
+		return ledger.Transition{}, "", err
+	}
+	t.From, t.To, t.At = contracts.State(from), contracts.State(to), t.At.UTC()
+	return t, pr, nil
+}

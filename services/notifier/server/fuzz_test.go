@@ -1,0 +1,129 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/services/notifier/server"
+)
+
+// FuzzPutWatchers feeds the watchers API hostile repos, content types and
+// bodies, served by the real routes over a real SQLite store. No answer is
+// a 5xx; a 4xx is {"error": "..."}; an accepted list is answered — and
+// then listed by GET — as ids and hosts only: no secret and no URL path,
+// query or fragment of the request ever comes back (DESIGN §11). Seed
+// corpus in testdata/fuzz/FuzzPutWatchers.
+func FuzzPutWatchers(f *testing.F) {
+	for _, s := range []struct{ repo, ct, body string }{
+		{"acme/widgets", "application/json", `[{"url":"https://hooks.example/p/secret-path?token=q","secret":"s3cret-value"}]`},
+		{"acme/widgets", "", `[]`},
+		{"acme/widgets", "application/json", `null`},
+		{"acme/widgets", "application/json", `{"url":"https://a.example","secret":"12345678"}`},
+		{"acme/widgets", "application/json", `[{"url":"ftp://a.example/x","secret":"12345678"}]`},
+		{"acme/widgets", "application/json", `[{"url":"https://user:pw@a.example/x","secret":"12345678"}]`},
+		{"acme/widgets", "application/json", `[{"url":"https://a.example/x","secret":"short"}]`},
+		{"acme/widgets", "application/json", `[{"url":"https://a.example/x","secret":"12345678"},{"url":"https://a.example/x","secret":"87654321"}]`},
+		{"acme/widgets", "application/json", `[{"url":"https://a.example:99999/x","secret":"12345678"}]`},
+		{"acme/widgets", "application/json", `[{"url":"https://a.example/#frag-secret","secret":"12345678"}]`},
+		{"acme/widgets", "application/json", `[{"url":"http://[::1]:8080/hook","secret":"12345678"}]`},
+		{"acme/widgets", "text/plain", `[]`},
+		{"acme/..", "application/json", `[]`},
+		{"acme/widgets", "application/json", `[` + strings.Repeat(`{"url":"https://a.example/x","secret":"12345678"},`, 101) + `{}]`},
+		{"acme/widgets", "application/json", "[{\"url\":\"https://a.example/\xff\",\"secret\":\"12345678\"}]"},
+	} {
+		f.Add(s.repo, s.ct, []byte(s.body))
+	}
+	db := sqlitetest.Open(f, server.Migrations)
+	srv, err := server.New(server.Options{DB: db})
+	if err != nil {
+		f.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	srv.Routes(mux)
+	do := func(t *testing.T, method, target, ct string, body []byte) (int, []byte, bool) {
+		req, err := http.NewRequest(method, "http://notifier.test"+target, bytes.NewReader(body))
+		if err != nil {
+			return 0, nil, false
+		}
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %q: answered %d: %s", method, target, rec.Code, rec.Body.Bytes())
+		}
+		if (rec.Code == 404 || rec.Code == 405) && strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") {
+			return rec.Code, nil, false // no route matched
+		}
+		if rec.Code >= 400 {
+			var e struct{ Error string }
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
+				t.Fatalf("%s %q: answer %d is not {\"error\": ...}: %q", method, target, rec.Code, rec.Body.Bytes())
+			}
+		}
+		return rec.Code, rec.Body.Bytes(), true
+	}
+	f.Fuzz(func(t *testing.T, repo, contentType string, body []byte) {
+		target := "/api/v1/repos/" + repo + "/watchers"
+		code, answer, ok := do(t, http.MethodPut, target, contentType, body)
+		if !ok || code != http.StatusOK {
+			return
+		}
+		var in []struct{ URL, Secret string }
+		if err := json.Unmarshal(body, &in); err != nil {
+			t.Fatalf("PUT %q accepted a body that is not a JSON list: %q", target, body)
+		}
+		_, listed, _ := do(t, http.MethodGet, target, "", nil)
+		for _, ans := range [][]byte{answer, listed} {
+			var out []watcherView
+			if err := json.Unmarshal(ans, &out); err != nil || len(out) != len(in) {
+				t.Fatalf("PUT %q of %d watchers answered %q", target, len(in), ans)
+			}
+			var shown strings.Builder
+			for i, w := range out {
+				u, err := url.Parse(in[i].URL)
+				if err != nil {
+					t.Fatalf("accepted watcher URL %q does not parse: %v", in[i].URL, err)
+				}
+				if w.Host != u.Host {
+					t.Fatalf("watcher %d shown with host %q, want %q", i, w.Host, u.Host)
+				}
+				shown.WriteString(w.ID + " " + w.Host + "\n")
+			}
+			for _, w := range in {
+				u, _ := url.Parse(w.URL)
+				for what, secret := range map[string]string{"secret": w.Secret, "path": u.EscapedPath(), "query": u.RawQuery, "fragment": u.Fragment} {
+					if len(secret) < 2 || strings.Contains(u.Host, secret) || strings.Contains(strings.ToLower(u.Host), strings.ToLower(secret)) {
+						continue // too short to tell, or part of the host, which may be shown
+					}
+					if strings.Contains(shown.String(), secret) && !idsContain(out, secret) {
+						t.Fatalf("the answer %q shows a watcher's %s %q", ans, what, secret)
+					}
+				}
+			}
+		}
+	})
+}
+
+type watcherView struct {
+	ID   string `json:"id"`
+	Host string `json:"host"`
+}
+
+// idsContain reports whether s occurs in a watcher id (hex: a short
+// secret may match one by chance).
+func idsContain(ws []watcherView, s string) bool {
+	for _, w := range ws {
+		if strings.Contains(w.ID, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,38 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
+	"github.com/prsaga/prsaga/services/notifier"
+	nsqlite "github.com/prsaga/prsaga/services/notifier/sqlite"
+	nydb "github.com/prsaga/prsaga/services/notifier/ydb"
+)
+
+// Store is the notifier's tables on either store: what the handler needs
+// (notifier.Store) and the watchers API's writes.
+type Store interface {
+	notifier.Store
+	// ReplaceWatchers sets a repository's watchers, in one transaction.
+	ReplaceWatchers(ctx context.Context, repo string, ws []notifier.Watcher) error
+}
+
+var (
+	_ Store = (*nsqlite.Store)(nil)
+	_ Store = (*nydb.Store)(nil)
+)
+
+// Adapter returns the notifier's tables on db's store (SQLite or YDB).
+func Adapter(db any) (Store, error) {
+	switch db := db.(type) {
+	case *psqlite.DB:
+		return &nsqlite.Store{DB: db}, nil
+	case *pydb.DB:
+		return &nydb.Store{DB: db}, nil
+	case interface{ SQLite() *psqlite.DB }: // storetest's seam, until sqlite implements store.DB
+		return &nsqlite.Store{DB: db.SQLite()}, nil
+	}
+	return nil, fmt.Errorf("notifier: no tables for a store of type %T", db)
+}

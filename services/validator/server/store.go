@@ -1,0 +1,53 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
+	"github.com/prsaga/prsaga/services/validator"
+	"github.com/prsaga/prsaga/services/validator/httpapi"
+	vsqlite "github.com/prsaga/prsaga/services/validator/sqlite"
+	vydb "github.com/prsaga/prsaga/services/validator/ydb"
+)
+
+// Tables are what the handlers read and write of the validator's tables
+// inside the deciding transaction (a runner commit), on either store.
+type Tables interface {
+	Statuses(tx store.Tx, repo, sha string) ([]validator.Status, error)
+	Protection(tx store.Tx, repo, branch string) ([]string, bool, error)
+	Lock(tx store.Tx, prID string) (validator.Lock, error)
+	// PutLock writes the lock in the transaction that read it.
+	PutLock(tx store.Tx, prID string, l validator.Lock) error
+}
+
+// Store is the tables as the HTTP API and the tests see them: each call
+// its own transaction or read.
+type Store interface {
+	httpapi.Store
+	Lock(ctx context.Context, prID string) (validator.Lock, error)
+}
+
+var (
+	_ Tables = vsqlite.Tables{}
+	_ Tables = vydb.Tables{}
+	_ Store  = (*vsqlite.Store)(nil)
+	_ Store  = (*vydb.Store)(nil)
+)
+
+// Adapter returns the validator's tables on db's store (SQLite or YDB);
+// now stamps statuses.
+func Adapter(db any, now func() time.Time) (Tables, Store, error) {
+	switch db := db.(type) {
+	case *psqlite.DB:
+		return vsqlite.Tables{}, vsqlite.NewStore(db, now), nil
+	case *pydb.DB:
+		return vydb.Tables{}, vydb.NewStore(db, now), nil
+	case interface{ SQLite() *psqlite.DB }: // storetest's seam, until sqlite implements store.DB
+		return vsqlite.Tables{}, vsqlite.NewStore(db.SQLite(), now), nil
+	}
+	return nil, nil, fmt.Errorf("validator: no tables for a store of type %T", db)
+}

@@ -1,0 +1,6 @@
+// Package ydb keeps the validator's tables — commit statuses, branch
+// protection and the per-PR lock — in its directory of the YDB database.
+// Tables works inside a transaction of the platform's YDB store (the
+// runner's, so that the lock is read, decided on and written together with
+// the inbox and the outbox); Store serves the HTTP API.
+package ydb
