@@ -1,205 +1,298 @@
 package main
 
 import (
-	"encoding/json"
-	"log/slog"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/rulefmt"
-	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/prsaga/prsaga/platform/telemetry"
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
 )
 
-// deployDir is the repository's deploy/ folder.
 var deployDir = filepath.Join("..", "..", "deploy")
 
-// checkQuery parses a PromQL expression and checks that every metric it
-// selects is one prsaga registers, and that every label it matches on or
-// aggregates by is one of that metric's (or le, for a histogram's
-// buckets).
-func checkQuery(t *testing.T, where, expr string) {
-	t.Helper()
-	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+// composeCommand finds a Compose client: the docker CLI's compose plugin,
+// else the standalone docker-compose; nil when neither is installed.
+func composeCommand() []string {
+	if exec.Command("docker", "compose", "version").Run() == nil {
+		return []string{"docker", "compose"}
+	}
+	if _, err := exec.LookPath("docker-compose"); err == nil {
+		return []string{"docker-compose"}
+	}
+	return nil
+}
+
+// `docker compose config` parses and interpolates deploy/docker-compose.yml
+// (no engine needed). Without deploy/.env every secret is required.
+func TestComposeConfig(t *testing.T) {
+	cc := composeCommand()
+	if cc == nil {
+		t.Skip("no Compose client (neither the docker compose plugin nor docker-compose) to check deploy/docker-compose.yml with")
+	}
+	file := filepath.Join(deployDir, "docker-compose.yml")
+	args := append(cc[1:], "-f", file, "--env-file", filepath.Join(deployDir, ".env.example"), "config")
+	out, err := exec.Command(cc[0], args...).CombinedOutput()
 	if err != nil {
-		t.Errorf("%s: %q does not parse: %v", where, expr, err)
-		return
+		t.Fatalf("%s config: %v\n%s", strings.Join(cc, " "), err, out)
 	}
-	var metrics []string
-	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-		vs, ok := n.(*parser.VectorSelector)
-		if !ok {
-			return nil
+	for _, want := range []string{"nats-1:", "nats-2:", "nats-3:", "ydb:", "validator:", "merger:", "notifier:", "indexer:", "ledger:",
+		"PRSAGA_STORE: grpc://ydb:2136/local", "PRSAGA_STREAM_REPLICAS: '3'", "replicas: 2",
+		"nats://ledger:change-me-ledger@nats-1:4222,nats://ledger:change-me-ledger@nats-2:4222,nats://ledger:change-me-ledger@nats-3:4222"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("compose config lacks %q", want)
 		}
-		name, labels := metricOf(vs.Name)
-		if telemetry.MetricLabels(name) == nil || (name != vs.Name && !telemetry.IsHistogram(name)) {
-			t.Errorf("%s: %q selects %s, which prsaga does not register", where, expr, vs.Name)
-			return nil
-		}
-		metrics = append(metrics, name)
-		for _, m := range vs.LabelMatchers {
-			if m.Name != model.MetricNameLabel && !slices.Contains(labels, m.Name) {
-				t.Errorf("%s: %q matches on label %s, which %s does not have", where, expr, m.Name, vs.Name)
-			}
-		}
-		return nil
-	})
-	if len(metrics) == 0 {
-		t.Errorf("%s: %q selects no prsaga metric", where, expr)
 	}
-	// Labels grouped by must belong to some selected metric.
-	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-		ag, ok := n.(*parser.AggregateExpr)
-		if !ok {
-			return nil
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NATS_PASSWORD_") && !strings.HasPrefix(kv, "PRSAGA_") {
+			env = append(env, kv)
 		}
-		for _, l := range ag.Grouping {
-			found := false
-			for _, m := range metrics {
-				_, labels := metricOf(m)
-				found = found || slices.Contains(labels, l) || (l == "le" && telemetry.IsHistogram(m))
-			}
-			if !found {
-				t.Errorf("%s: %q groups by %s, which none of %v has", where, expr, l, metrics)
-			}
-		}
-		return nil
-	})
+	}
+	cmd := exec.Command(cc[0], append(cc[1:], "-f", file, "--env-file", os.DevNull, "config")...)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Errorf("compose config without secrets succeeded; want it to demand them:\n%.500s", out)
+	}
 }
 
-// metricOf maps a series name to its metric (a histogram's _bucket, _sum
-// and _count to the histogram) and that metric's labels.
-func metricOf(series string) (string, []string) {
-	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(series, suffix); ok && telemetry.IsHistogram(base) {
-			labels := telemetry.MetricLabels(base)
-			if suffix == "_bucket" {
-				labels = append(labels, "le")
-			}
-			return base, labels
+// TestNATSClusterPermissions starts the 3-node cluster of deploy/nats in
+// process (the same files; only addresses and directories are moved to
+// this host) and checks DESIGN §11's permissions with the real bus code:
+// each service user can create the streams (3 replicas) and its own
+// consumers, publish its outputs and ack its messages, and nothing else;
+// the forge may publish only merge requests.
+func TestNATSClusterPermissions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("forms a 3-node JetStream cluster")
+	}
+	users := []string{"validator", "merger", "notifier", "indexer", "ledger", "forge", "admin", "sys"}
+	for _, u := range users {
+		t.Setenv("NATS_PASSWORD_"+strings.ToUpper(u), "pw-"+u)
+	}
+	clusterAddrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	var routes []string
+	for _, a := range clusterAddrs {
+		routes = append(routes, "nats-route://"+a)
+	}
+	var clientURLs []string
+	for i := range 3 {
+		t.Setenv("SERVER_NAME", fmt.Sprintf("nats-%d", i+1))
+		opts, err := server.ProcessConfigFile(filepath.Join(deployDir, "nats", "nats-server.conf"))
+		if err != nil {
+			t.Fatalf("deploy/nats/nats-server.conf: %v", err)
 		}
+		if i == 0 {
+			if opts.Cluster.Name != "prsaga" || len(opts.Routes) != 3 || !opts.JetStream || opts.SystemAccount != "SYS" {
+				t.Fatalf("config: cluster %q, %d routes, jetstream %v, system account %q; want prsaga, 3, true, SYS",
+					opts.Cluster.Name, len(opts.Routes), opts.JetStream, opts.SystemAccount)
+			}
+		}
+		if opts.ServerName != fmt.Sprintf("nats-%d", i+1) {
+			t.Fatalf("server_name from $SERVER_NAME = %q", opts.ServerName)
+		}
+		opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", server.RANDOM_PORT, 0
+		host, port, _ := strings.Cut(clusterAddrs[i], ":")
+		opts.Cluster.Host = host
+		fmt.Sscan(port, &opts.Cluster.Port)
+		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		opts.StoreDir = t.TempDir()
+		opts.NoSigs, opts.NoLog = true, true
+		s, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Start()
+		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+		if !s.ReadyForConnections(20 * time.Second) {
+			t.Fatalf("nats-%d not ready", i+1)
+		}
+		clientURLs = append(clientURLs, s.ClientURL())
 	}
-	return series, telemetry.MetricLabels(series)
-}
+	urlFor := func(user string) string {
+		var us []string
+		for _, u := range clientURLs {
+			p, _ := url.Parse(u)
+			p.User = url.UserPassword(user, "pw-"+user)
+			us = append(us, p.String())
+		}
+		return strings.Join(us, ",")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	connect := func(user string) *bus.Bus {
+		t.Helper()
+		b, err := bus.Connect(ctx, bus.Config{URL: urlFor(user), Name: user, Replicas: 3})
+		if err != nil {
+			t.Fatalf("connect as %s: %v", user, err)
+		}
+		t.Cleanup(b.NC.Close) // no drain: nothing is left to flush, and a drain waits out pulls
+		return b
+	}
+	publish := func(b *bus.Bus, subject string, wait time.Duration) error {
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		h := nats.Header{}
+		h.Set(bus.HeaderMsgID, fmt.Sprintf("%s-%d", subject, time.Now().UnixNano()))
+		_, err := b.PublishMsg(pctx, &nats.Msg{Subject: subject, Header: h, Data: []byte("{}")})
+		return err
+	}
 
-// The alert rules are valid Prometheus rules (the checks `promtool check
-// rules` makes: YAML, PromQL, templates, durations) over metrics prsaga
-// registers, and cover what an on-call person needs.
-func TestDeployAlertRules(t *testing.T) {
-	p := parser.NewParser(parser.Options{})
-	groups, errs := rulefmt.ParseFile(filepath.Join(deployDir, "prometheus", "alerts.yml"), false, model.UTF8Validation, p,
-		slog.New(slog.DiscardHandler))
-	for _, err := range errs {
-		t.Error(err)
+	// The first service creates the replicated streams once the cluster
+	// has elected its JetStream leader.
+	validator := connect("validator")
+	formed := time.Now()
+	for {
+		// Each try is short: a request sent before the cluster has a
+		// JetStream leader may get no answer at all.
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := validator.EnsureStreams(sctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("streams with 3 replicas on the cluster: %v", err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	if len(errs) > 0 {
-		return
+	t.Logf("streams created with 3 replicas %s after the cluster started", time.Since(formed).Round(time.Millisecond))
+
+	forge := connect("forge")
+	if err := publish(forge, contracts.SubjectMergeRequested, 5*time.Second); err != nil {
+		t.Fatalf("forge publishes a merge request: %v", err)
 	}
-	covered := map[string]bool{}
-	for _, g := range groups.Groups {
-		for _, r := range g.Rules {
-			if r.Alert == "" {
-				t.Errorf("group %s: a recording rule %q: only alerts are expected here", g.Name, r.Record)
-				continue
+	if err := publish(forge, contracts.SubjectMergeValidated, time.Second); err == nil {
+		t.Error("the forge published prsaga.merge.validated; only merge requests are allowed")
+	}
+
+	for _, c := range []struct {
+		user      string
+		consumers []bus.ConsumerSpec
+		outputs   []string
+		forbidden []string
+	}{
+		{"validator", []bus.ConsumerSpec{
+			{Durable: contracts.ConsumerValidator, Subjects: []string{contracts.SubjectMergeRequested}, GiveUp: true},
+			{Durable: contracts.ConsumerValidatorLock, Subjects: []string{contracts.SubjectMerged, contracts.SubjectIndexed, contracts.SubjectStepFailed, contracts.SubjectTimedOut}},
+		}, []string{contracts.SubjectMergeValidated, contracts.SubjectStepFailed, contracts.DLQSubject(contracts.ConsumerValidator)},
+			[]string{contracts.SubjectMerged, contracts.SubjectMergeRequested, contracts.SubjectStateChanged}},
+		{"merger", []bus.ConsumerSpec{{Durable: contracts.ConsumerMerger, Subjects: []string{contracts.SubjectMergeValidated}, GiveUp: true}},
+			[]string{contracts.SubjectMerged, contracts.SubjectStepFailed}, []string{contracts.SubjectMergeValidated, contracts.SubjectNotified}},
+		{"notifier", []bus.ConsumerSpec{{Durable: contracts.ConsumerNotifier, Subjects: []string{contracts.SubjectMerged}, GiveUp: true}},
+			[]string{contracts.SubjectNotified, contracts.SubjectStepFailed}, []string{contracts.SubjectMerged, contracts.SubjectIndexed}},
+		{"indexer", []bus.ConsumerSpec{{Durable: contracts.ConsumerIndexer, Subjects: []string{contracts.SubjectNotified}, GiveUp: true}},
+			[]string{contracts.SubjectIndexed, contracts.SubjectStepFailed}, []string{contracts.SubjectNotified, contracts.SubjectTimedOut}},
+		{"ledger", []bus.ConsumerSpec{{Durable: contracts.ConsumerLedger, Subjects: []string{"prsaga.merge.>"}}},
+			[]string{contracts.SubjectStateChanged, contracts.SubjectTimedOut, contracts.SubjectMergeRequested, contracts.SubjectMergeValidated},
+			[]string{contracts.SubjectIndexed, contracts.SubjectStepFailed}},
+	} {
+		t.Run(c.user, func(t *testing.T) {
+			b := validator
+			if c.user != "validator" {
+				b = connect(c.user)
 			}
-			if r.Labels["severity"] == "" || r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
-				t.Errorf("alert %s lacks a severity, summary or description", r.Alert)
+			if err := b.EnsureStreams(ctx); err != nil {
+				t.Fatalf("ensure streams: %v", err)
 			}
-			checkQuery(t, "alert "+r.Alert, r.Expr)
-			for _, m := range telemetry.MetricNames() {
-				if strings.Contains(r.Expr, m) {
-					covered[m] = true
+			for _, spec := range c.consumers {
+				cons, err := b.Consumer(ctx, spec)
+				if err != nil {
+					t.Fatalf("consumer %s: %v", spec.Durable, err)
+				}
+				// Pull one message, if there is one, and ack it for sure.
+				batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+				if err != nil {
+					t.Fatalf("fetch from %s: %v", spec.Durable, err)
+				}
+				for m := range batch.Messages() {
+					actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+					err := m.DoubleAck(actx)
+					cancel()
+					if err != nil {
+						t.Errorf("ack on %s: %v", spec.Durable, err)
+					}
 				}
 			}
-		}
-	}
-	// The issue's four alerts: merge failures > 5 in 10 minutes, sagas
-	// stuck, outbox oldest age, DLQ growth.
-	for _, m := range []string{telemetry.MetricMergeFailed, telemetry.MetricInFlightOldest, telemetry.MetricOutboxOldest, telemetry.MetricDLQ} {
-		if !covered[m] {
-			t.Errorf("no alert watches %s", m)
-		}
-	}
-	var mergeFailures string
-	for _, g := range groups.Groups {
-		for _, r := range g.Rules {
-			if strings.Contains(r.Expr, telemetry.MetricMergeFailed) {
-				mergeFailures = strings.Join(strings.Fields(r.Expr), " ")
+			for _, s := range c.outputs {
+				if err := publish(b, s, 5*time.Second); err != nil {
+					t.Errorf("publish %s: %v", s, err)
+				}
 			}
-		}
+			for _, s := range c.forbidden {
+				// A denied publish gets no ack: it fails by timeout.
+				err := publish(b, s, time.Second)
+				if err == nil {
+					t.Errorf("published %s, which is not %s's to publish", s, c.user)
+				}
+			}
+			if c.forbidden != nil && !isPermissionError(b.NC.LastError()) {
+				t.Errorf("last error %v, want a permissions violation", b.NC.LastError())
+			}
+		})
 	}
-	if mergeFailures != "sum(increase(prsaga_saga_merge_failed_total[10m])) > 5" {
-		t.Errorf("merge failure alert %q, want more than 5 in 10 minutes", mergeFailures)
+	// The ledger reads other consumers' backlog for the watchdog.
+	ledger := connect("ledger")
+	if _, err := ledger.JS.Consumer(ctx, contracts.Stream, contracts.ConsumerMerger); err != nil {
+		t.Errorf("ledger reads the merger's consumer: %v", err)
+	}
+	// A service cannot delete a stream.
+	dctx, dcancel := context.WithTimeout(ctx, time.Second)
+	defer dcancel()
+	if err := ledger.JS.DeleteStream(dctx, contracts.Stream); err == nil {
+		t.Error("the ledger user deleted stream PRSAGA")
 	}
 }
 
-// The Grafana dashboard is JSON Grafana can import, and every query is
-// PromQL over metrics prsaga registers.
-func TestDeployGrafanaDashboard(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(deployDir, "grafana", "prsaga-dashboard.json"))
+func isPermissionError(err error) bool {
+	return err != nil && (errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(strings.ToLower(err.Error()), "permissions violation"))
+}
+
+// The Kubernetes manifests: every service a Deployment and a Service,
+// probed on /healthz and /readyz, with resource requests; the indexer one
+// replica replaced by Recreate (one index writer), the others two.
+func TestKubernetesManifests(t *testing.T) {
+	for _, c := range []struct {
+		service  string
+		replicas string
+	}{{"validator", "2"}, {"merger", "2"}, {"notifier", "2"}, {"indexer", "1"}, {"ledger", "2"}} {
+		b, err := os.ReadFile(filepath.Join(deployDir, "k8s", c.service+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := string(b)
+		for _, want := range []string{"kind: Deployment", "kind: Service", "args: [serve, " + c.service + "]",
+			"path: /healthz", "path: /readyz", "requests: {cpu: 100m, memory: 128Mi}", "replicas: " + c.replicas,
+			"key: nats-url-" + c.service, "configMapRef: {name: prsaga-config}"} {
+			if !strings.Contains(m, want) {
+				t.Errorf("k8s/%s.yaml lacks %q", c.service, want)
+			}
+		}
+		if (c.service == "indexer") != strings.Contains(m, "strategy: {type: Recreate}") {
+			t.Errorf("k8s/%s.yaml: only the indexer is replaced with Recreate", c.service)
+		}
+	}
+	k, err := os.ReadFile(filepath.Join(deployDir, "k8s", "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	type target struct {
-		RefID string `json:"refId"`
-		Expr  string `json:"expr"`
-	}
-	type panel struct {
-		ID      int      `json:"id"`
-		Type    string   `json:"type"`
-		Title   string   `json:"title"`
-		Targets []target `json:"targets"`
-		GridPos struct {
-			X, Y, W, H int
-		} `json:"gridPos"`
-	}
-	var d struct {
-		UID           string  `json:"uid"`
-		Title         string  `json:"title"`
-		SchemaVersion int     `json:"schemaVersion"`
-		Panels        []panel `json:"panels"`
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatalf("dashboard JSON: %v", err)
-	}
-	if d.UID == "" || d.Title == "" || d.SchemaVersion == 0 || len(d.Panels) == 0 {
-		t.Fatalf("dashboard lacks uid, title, schemaVersion or panels")
-	}
-	// Grafana's interval variables, as Grafana would expand them.
-	expand := strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "6h")
-	ids := map[int]bool{}
-	used := map[string]bool{}
-	for _, p := range d.Panels {
-		if ids[p.ID] {
-			t.Errorf("panel id %d used twice", p.ID)
+	for _, f := range []string{"namespace.yaml", "config.yaml", "secret.yaml", "volumes.yaml", "validator.yaml", "merger.yaml", "notifier.yaml", "indexer.yaml", "ledger.yaml"} {
+		if !strings.Contains(string(k), "- "+f) {
+			t.Errorf("kustomization.yaml does not list %s", f)
 		}
-		ids[p.ID] = true
-		if p.Type == "row" {
-			continue
-		}
-		if len(p.Targets) == 0 || p.GridPos.W == 0 || p.GridPos.H == 0 {
-			t.Errorf("panel %q has no query or no size", p.Title)
-		}
-		for _, tg := range p.Targets {
-			q := expand.Replace(tg.Expr)
-			if strings.Contains(q, "$") {
-				t.Errorf("panel %q: %q uses a variable this test does not know", p.Title, tg.Expr)
-				continue
-			}
-			checkQuery(t, "panel "+p.Title, q)
-			for _, m := range telemetry.MetricNames() {
-				used[m] = used[m] || strings.Contains(q, m)
-			}
-		}
-	}
-	for _, m := range telemetry.MetricNames() {
-		if !used[m] {
-			t.Errorf("no panel shows %s", m)
+		if _, err := os.Stat(filepath.Join(deployDir, "k8s", f)); err != nil {
+			t.Error(err)
 		}
 	}
 }

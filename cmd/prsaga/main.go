@@ -40,6 +40,7 @@ usage: prsaga <command> [arguments] [flags]
   history <pr>        show a saga's transitions (time, time in state, who)
   retry <pr>          retry a failed saga: replay its failed step's trigger [--dry-run] [--force] [--wait D]
   trace <corr-id>     one timeline of a run from every service's log lines and the ledger [--logs DIR]
+  dlq list|show|redrive  dead letters on NATS: list [--consumer C], show <seq>, redrive <seq>...|--all
   schema --store ydb  print the YQL of every service's tables [--database /local]
   bench               run a benchmark workload (--workload W1|W2 --prs N --concurrency C --repos R --mode inproc|procs)
 
@@ -63,6 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		"trace":   cmdTrace,
 		"bench":   cmdBench,
 		"nats":    cmdNATS,
+		"dlq":     cmdDLQ,
 		"schema":  cmdSchema,
 	}
 	cmd, ok := cmds[args[0]]

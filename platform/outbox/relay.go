@@ -21,6 +21,12 @@ type Store interface {
 	Committed() <-chan struct{}
 }
 
+// ExceptStore is a Store that can leave rows out of Unsent: the relay's
+// held rows are then not read again every round.
+type ExceptStore interface {
+	UnsentExcept(ctx context.Context, limit int, except []string) ([]sqlite.OutboxRow, error)
+}
+
 // Publisher publishes one message and returns once JetStream acked it.
 type Publisher interface {
 	PublishMsg(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error)
@@ -162,7 +168,13 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 // or a batch has gathered. It returns how many rows it published.
 func (r *Relay) round(ctx context.Context, held *acked, delay time.Duration) (int, error) {
 	batch := r.batch()
-	all, err := r.Store.Unsent(ctx, batch+len(held.ids))
+	var all []sqlite.OutboxRow
+	var err error
+	if es, ok := r.Store.(ExceptStore); ok && len(held.ids) > 0 {
+		all, err = es.UnsentExcept(ctx, batch, held.ids)
+	} else {
+		all, err = r.Store.Unsent(ctx, batch+len(held.ids))
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/prsaga/prsaga/platform/sqlite"
 )
@@ -119,5 +120,24 @@ func TestPreparedStatementsBehaveAsPlainOnes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: %v", i, err)
 		}
+	}
+}
+
+func TestUnsentExceptLeavesOutHeldRows(t *testing.T) {
+	ctx := testContext(t)
+	db, clk := openClock(t)
+	for _, id := range []string{"e-1", "e-2", "e-3"} {
+		emit(t, db, requested(t, id))
+		clk.Advance(time.Second)
+	}
+	rows, err := db.UnsentExcept(ctx, 10, []string{"e-1", "e-3", "unknown"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].ID != "e-2" {
+		t.Fatalf("unsent except e-1, e-3: got %d rows (%v), want e-2", len(rows), rows)
+	}
+	if rows, err := db.UnsentExcept(ctx, 2, nil); err != nil || len(rows) != 2 || rows[0].ID != "e-1" {
+		t.Fatalf("unsent except nothing, limit 2: %v, %v; want e-1, e-2", rows, err)
 	}
 }

@@ -30,13 +30,30 @@ const unsentMax = 1024
 // Unsent lists up to limit unsent rows, oldest first. No cursor: a row
 // committed late by a slow transaction is still found by the next call.
 func (db *DB) Unsent(ctx context.Context, limit int) ([]OutboxRow, error) {
-	var rows *sql.Rows
-	var err error
-	if limit <= unsentMax {
-		rows, err = db.reads.unsent.QueryContext(ctx)
-	} else {
-		rows, err = db.r.QueryContext(ctx, sqlOutboxUnsentN, limit)
+	if limit > unsentMax {
+		rows, err := db.r.QueryContext(ctx, sqlOutboxUnsentN, limit)
+		return scanUnsent(rows, err, limit)
 	}
+	rows, err := db.reads.unsent.QueryContext(ctx)
+	return scanUnsent(rows, err, limit)
+}
+
+// UnsentExcept is Unsent leaving out the rows with the given ids (those a
+// relay published and has not marked sent yet), so that they are neither
+// read nor decoded again.
+func (db *DB) UnsentExcept(ctx context.Context, limit int, except []string) ([]OutboxRow, error) {
+	if len(except) == 0 || limit > unsentMax {
+		return db.Unsent(ctx, limit)
+	}
+	ids, err := json.Marshal(except)
+	if err != nil {
+		return nil, fmt.Errorf("outbox unsent: %w", err)
+	}
+	rows, err := db.reads.unsentExcept.QueryContext(ctx, string(ids))
+	return scanUnsent(rows, err, limit)
+}
+
+func scanUnsent(rows *sql.Rows, err error, limit int) ([]OutboxRow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox unsent: %w", err)
 	}
@@ -55,7 +72,10 @@ func (db *DB) Unsent(ctx context.Context, limit int) ([]OutboxRow, error) {
 		r.CreatedAt = time.UnixMicro(at)
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox unsent: %w", err)
+	}
+	return out, nil
 }
 
 // MarkSent marks rows as published (after JetStream acked them), in one

@@ -119,15 +119,18 @@ const (
 	// Unsent stops reading at the limit it is given.
 	sqlOutboxUnsent  = `SELECT id, subject, headers, body, created_at FROM outbox WHERE sent_at IS NULL ORDER BY created_at LIMIT 1024`
 	sqlOutboxUnsentN = `SELECT id, subject, headers, body, created_at FROM outbox WHERE sent_at IS NULL ORDER BY created_at LIMIT ?`
+	// The unsent rows but those a relay holds (published, not marked yet).
+	sqlOutboxUnsentExcept = `SELECT id, subject, headers, body, created_at FROM outbox WHERE sent_at IS NULL
+		AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY created_at LIMIT 1024`
 )
 
 // readStmts are the platform's reads, prepared on the reader pool.
 type readStmts struct {
-	processed, processedAny, unsent *sql.Stmt
+	processed, processedAny, unsent, unsentExcept *sql.Stmt
 }
 
 func (r *readStmts) close() {
-	for _, s := range []*sql.Stmt{r.processed, r.processedAny, r.unsent} {
+	for _, s := range []*sql.Stmt{r.processed, r.processedAny, r.unsent, r.unsentExcept} {
 		if s != nil {
 			s.Close()
 		}
@@ -150,6 +153,9 @@ func (db *DB) prepare(ctx context.Context) error {
 	}
 	if db.reads.processedAny, err = db.r.PrepareContext(ctx, sqlInboxAny); err != nil {
 		return fmt.Errorf("prepare inbox lookup: %w", err)
+	}
+	if db.reads.unsentExcept, err = db.r.PrepareContext(ctx, sqlOutboxUnsentExcept); err != nil {
+		return fmt.Errorf("prepare outbox scan: %w", err)
 	}
 	if db.reads.unsent, err = db.r.PrepareContext(ctx, sqlOutboxUnsent); err != nil {
 		return fmt.Errorf("prepare outbox scan: %w", err)

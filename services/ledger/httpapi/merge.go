@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/platform/logging"
 )
@@ -118,8 +120,25 @@ func cloudEventRequest(w http.ResponseWriter, r *http.Request) (*event.Event, er
 		}
 		return nil, httpx.Errorf(http.StatusBadRequest, "not a CloudEvent: %s", oneLine(err.Error()))
 	}
+	// The sdk does not validate what it reads (a structured event without
+	// a source gets through), and what the outbox cannot encode for the
+	// bus would otherwise fail as a 500 after the checks below.
+	if _, err := bus.Encode(contracts.SubjectMergeRequested, e); err != nil {
+		return nil, httpx.Errorf(http.StatusBadRequest, "not a valid CloudEvent: %s", oneLine(err.Error()))
+	}
 	if e.Type() != contracts.TypeMergeRequested {
 		return nil, httpx.Errorf(http.StatusBadRequest, "type %q: only %s may be posted here", truncate(e.Type()), contracts.TypeMergeRequested)
+	}
+	// Only the ledger speaks as /prsaga/ledger, and only its retries set
+	// replayof (DESIGN §3). A client's event claiming either could name a
+	// running saga's correlation id and so pass that run's validator lock.
+	if strings.HasPrefix(e.Source(), "/prsaga/") {
+		return nil, invalid{"the event claims to come from prsaga", &contracts.FieldError{Field: "source",
+			Problem: fmt.Sprintf("%q is prsaga's own: a client's event needs a source URI of its own", truncate(e.Source()))}}
+	}
+	if _, ok := e.Extensions()[contracts.ExtReplayOf]; ok {
+		return nil, invalid{"the event claims to be a replay", &contracts.FieldError{Field: contracts.ExtReplayOf,
+			Problem: "is set only on the ledger's own replays (use POST /api/v1/sagas/{pr}/retry)"}}
 	}
 	env, err := contracts.Open(e)
 	if err != nil {

@@ -23,7 +23,7 @@ VALUES ($pr_id, $repo, $correlation_id, $state, $failed_step, $last_error, $time
 VALUES ($event_id, $pr_id, $correlation_id, $type, $status, $reason, $received_at, $event)`
 
 	// A range of the primary key (pr_id, seq).
-	qLastSeq        = `SELECT MAX(seq) AS last FROM saga_transition WHERE pr_id = $pr_id`
+	qLastSeq        = `SELECT MAX(seq) AS max_seq FROM saga_transition WHERE pr_id = $pr_id`
 	qAddTransitions = `UPSERT INTO saga_transition
 SELECT pr_id, ` + transitionColumn + ` FROM AS_TABLE($transitions)`
 	transitionColumn = `seq, correlation_id, from_state, to_state, reason, event_id, inferred, actor, at`

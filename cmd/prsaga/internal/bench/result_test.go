@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+func TestFormatLine(t *testing.T) {
+	r := Result{Workload: W2, N: 1000, Concurrency: 64, Repos: 20, SagasPerSecond: 812.34, P50Ms: 18.25, P99Ms: 61.0, OK: 1000}
+	want := "prsaga W2 N=1000 C=64 R=20: 812.3 sagas/s p50=18.2ms p99=61.0ms ok=1000 bad=0"
+	if got := r.FormatLine(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestQuantilesNearestRank(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 200; i++ {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	q := quantiles("x", ds)
+	if q.P50Ms != 100 || q.P99Ms != 198 || q.MaxMs != 200 || q.Count != 200 {
+		t.Errorf("got p50 %v p99 %v max %v count %d; want 100, 198, 200, 200", q.P50Ms, q.P99Ms, q.MaxMs, q.Count)
+	}
+	if q := quantiles("one", ds[:1]); q.P50Ms != 1 || q.P99Ms != 1 {
+		t.Errorf("one sample: p50 %v p99 %v, want 1, 1", q.P50Ms, q.P99Ms)
+	}
+	if q := quantiles("none", nil); q.Count != 0 || q.P99Ms != 0 {
+		t.Errorf("no samples: %+v", q)
+	}
+}
+
+func TestTrailerValues(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want []string
+	}{
+		{"Merge pull request #1 from pr/0\n\nAdd f\n\nPrsaga-PR: bench/r00#1\nPrsaga-Correlation-Id: x\n", []string{"bench/r00#1"}},
+		{"Title quoting\n\nPrsaga-PR: bench/r00#9\n\nbody after\n", nil}, // not the last paragraph
+		{"Add f_1.txt\n", nil},
+		{"m\n\nPrsaga-PR: a/b#1\r\nPrsaga-PR: a/b#2  \n", []string{"a/b#1", "a/b#2"}},
+	} {
+		got := trailerValues(c.msg, trailerPR)
+		if len(got) != len(c.want) {
+			t.Errorf("%q: got %v, want %v", c.msg, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%q: got %v, want %v", c.msg, got, c.want)
+			}
+		}
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	ok := Options{Workload: W1, Mode: ModeInproc, N: 1, Concurrency: 1, Repos: 1, Timeout: time.Second, Dir: "/tmp/x"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid options: %v", err)
+	}
+	bad := ok
+	bad.Mode, bad.N, bad.Exe = ModeProcs, 0, ""
+	if err := bad.Validate(); err == nil {
+		t.Error("procs without Exe and N=0 accepted")
+	}
+}
