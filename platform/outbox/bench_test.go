@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"fmt"
+	"github.com/prsaga/prsaga/platform/store"
 	"io"
 	"log/slog"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/outbox"
-	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 )
 
@@ -26,7 +26,7 @@ func BenchmarkFlush64(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		if err := db.Update(ctx, func(tx *sqlite.Tx) error {
+		if err := db.Update(ctx, func(tx store.Tx) error {
 			for j := 0; j < batch; j++ {
 				if err := tx.Emit(requested(b, fmt.Sprintf("b%d-%d", i, j))); err != nil {
 					return err

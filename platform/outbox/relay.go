@@ -11,12 +11,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 // Store is what the relay needs of a service's database.
 type Store interface {
-	Unsent(ctx context.Context, limit int) ([]sqlite.OutboxRow, error)
+	Unsent(ctx context.Context, limit int) ([]store.OutboxRow, error)
 	MarkSent(ctx context.Context, ids []string) error
 	Committed() <-chan struct{}
 }
@@ -24,7 +24,7 @@ type Store interface {
 // ExceptStore is a Store that can leave rows out of Unsent: the relay's
 // held rows are then not read again every round.
 type ExceptStore interface {
-	UnsentExcept(ctx context.Context, limit int, except []string) ([]sqlite.OutboxRow, error)
+	UnsentExcept(ctx context.Context, limit int, except []string) ([]store.OutboxRow, error)
 }
 
 // Publisher publishes one message and returns once JetStream acked it.
@@ -61,12 +61,53 @@ type Relay struct {
 	Store  Store
 	Pub    Publisher
 	Log    *slog.Logger
-	Poll   time.Duration                    // safety-net interval; default 1s
-	Batch  int                              // rows per round; default 256
-	Before func(row sqlite.OutboxRow) error // test hook: fault point before publish
+	Poll   time.Duration                   // safety-net interval; default 1s
+	Batch  int                             // rows per round; default 256
+	Before func(row store.OutboxRow) error // test hook: fault point before publish
 	// MarkDelay is how long Run may hold acked rows before marking them
 	// sent; default 20ms, negative marks after every round.
 	MarkDelay time.Duration
+	// Telemetry, when set, observes every publish (a span each, a child
+	// of the span that emitted the row); Service names the relay's service
+	// to it. Nil is off.
+	Telemetry Telemetry
+	Service   string
+}
+
+// Telemetry observes a relay's publishes (telemetry.Telemetry is one).
+// Implementations are safe for concurrent use.
+type Telemetry interface {
+	// Publishing is called as a row is published; end is called once
+	// with JetStream's answer (nil: acked). It must not change msg.
+	Publishing(ctx context.Context, service string, msg *nats.Msg) (end func(err error))
+}
+
+// publishing starts the telemetry of one publish and, at DEBUG, its log
+// line (with the saga's ids, for `prsaga trace`); its end is never nil.
+func (r *Relay) publishing(ctx context.Context, msg *nats.Msg) func(err error) {
+	var end func(error)
+	if r.Telemetry != nil {
+		end = r.Telemetry.Publishing(ctx, r.Service, msg)
+	}
+	debug := r.Log != nil && r.Log.Enabled(ctx, slog.LevelDebug)
+	if end == nil && !debug {
+		return func(error) {}
+	}
+	return func(err error) {
+		if end != nil {
+			end(err)
+		}
+		if debug {
+			h := msg.Header
+			args := []any{"event_id", h.Get("ce-id"), "event_type", h.Get("ce-type"), "correlation_id", h.Get("ce-correlationid"),
+				"pr_id", h.Get("ce-subject"), "subject", msg.Subject}
+			if err != nil {
+				r.Log.DebugContext(ctx, "publish failed", append(args, "err", err)...)
+				return
+			}
+			r.Log.DebugContext(ctx, "event published", args...)
+		}
+	}
 }
 
 // acked are rows published and acked, not marked sent yet.
@@ -168,7 +209,7 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 // or a batch has gathered. It returns how many rows it published.
 func (r *Relay) round(ctx context.Context, held *acked, delay time.Duration) (int, error) {
 	batch := r.batch()
-	var all []sqlite.OutboxRow
+	var all []store.OutboxRow
 	var err error
 	if es, ok := r.Store.(ExceptStore); ok && len(held.ids) > 0 {
 		all, err = es.UnsentExcept(ctx, batch, held.ids)
@@ -221,7 +262,7 @@ func (r *Relay) mark(ctx context.Context, held *acked) error {
 	return nil
 }
 
-func (r *Relay) publishSync(ctx context.Context, rows []sqlite.OutboxRow) ([]string, error) {
+func (r *Relay) publishSync(ctx context.Context, rows []store.OutboxRow) ([]string, error) {
 	sent := make([]string, 0, len(rows))
 	for _, row := range rows {
 		if r.Before != nil {
@@ -229,7 +270,11 @@ func (r *Relay) publishSync(ctx context.Context, rows []sqlite.OutboxRow) ([]str
 				return sent, err
 			}
 		}
-		if _, err := r.Pub.PublishMsg(ctx, row.Msg()); err != nil {
+		msg := row.Msg()
+		end := r.publishing(ctx, msg)
+		_, err := r.Pub.PublishMsg(ctx, msg)
+		end(err)
+		if err != nil {
 			return sent, err
 		}
 		sent = append(sent, row.ID)
@@ -237,8 +282,9 @@ func (r *Relay) publishSync(ctx context.Context, rows []sqlite.OutboxRow) ([]str
 	return sent, nil
 }
 
-func (r *Relay) publishAsync(ctx context.Context, ap AsyncPublisher, rows []sqlite.OutboxRow) ([]string, error) {
+func (r *Relay) publishAsync(ctx context.Context, ap AsyncPublisher, rows []store.OutboxRow) ([]string, error) {
 	futures := make([]jetstream.PubAckFuture, 0, len(rows))
+	ends := make([]func(error), 0, len(rows))
 	var pubErr error
 	for _, row := range rows {
 		if r.Before != nil {
@@ -246,12 +292,16 @@ func (r *Relay) publishAsync(ctx context.Context, ap AsyncPublisher, rows []sqli
 				break
 			}
 		}
-		f, err := ap.PublishMsgAsync(row.Msg())
+		msg := row.Msg()
+		end := r.publishing(ctx, msg)
+		f, err := ap.PublishMsgAsync(msg)
 		if err != nil {
+			end(err)
 			pubErr = err
 			break
 		}
 		futures = append(futures, f)
+		ends = append(ends, end)
 	}
 	sent := make([]string, 0, len(futures))
 	timeout := time.NewTimer(ackWait)
@@ -260,13 +310,22 @@ func (r *Relay) publishAsync(ctx context.Context, ap AsyncPublisher, rows []sqli
 		select {
 		case <-f.Ok():
 			sent = append(sent, rows[i].ID)
+			ends[i](nil)
 		case err := <-f.Err():
+			ends[i](err)
 			if pubErr == nil {
 				pubErr = fmt.Errorf("publish to %s: %w", rows[i].Subject, err)
 			}
 		case <-timeout.C:
-			return sent, errors.Join(pubErr, fmt.Errorf("no ack for %d of %d publishes within %s", len(futures)-i, len(futures), ackWait))
+			err := fmt.Errorf("no ack for %d of %d publishes within %s", len(futures)-i, len(futures), ackWait)
+			for _, end := range ends[i:] {
+				end(err)
+			}
+			return sent, errors.Join(pubErr, err)
 		case <-ctx.Done():
+			for _, end := range ends[i:] {
+				end(ctx.Err())
+			}
 			return sent, errors.Join(pubErr, ctx.Err())
 		}
 	}

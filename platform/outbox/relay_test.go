@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prsaga/prsaga/platform/store"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -64,7 +65,7 @@ func requested(t testing.TB, id string) *event.Event {
 
 func emit(t *testing.T, db *sqlite.DB, ids ...string) {
 	t.Helper()
-	err := db.Update(testContext(t), func(tx *sqlite.Tx) error {
+	err := db.Update(testContext(t), func(tx store.Tx) error {
 		for _, id := range ids {
 			if err := tx.Emit(requested(t, id)); err != nil {
 				return err
@@ -279,7 +280,7 @@ func TestTwoRelaysPublishEachEventOnce(t *testing.T) {
 		}
 		wg.Go(func() {
 			for _, e := range evs {
-				err := db.Update(context.Background(), func(tx *sqlite.Tx) error { return tx.Emit(e) })
+				err := db.Update(context.Background(), func(tx store.Tx) error { return tx.Emit(e) })
 				if err != nil {
 					t.Errorf("emit: %v", err)
 				}

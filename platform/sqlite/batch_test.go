@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"database/sql"
 	"errors"
+	"github.com/prsaga/prsaga/platform/store"
 	"testing"
 	"time"
 
@@ -14,23 +15,25 @@ func TestUpdateEachKeepsEachOutcomeItsOwn(t *testing.T) {
 	db, _ := openClock(t)
 	errNo := errors.New("unit 1 decided against it")
 	var after []string
-	put := func(k string) func(tx *sqlite.Tx) error {
-		return func(tx *sqlite.Tx) error {
+	put := func(k string) func(tx store.Tx) error {
+		return func(stx store.Tx) error {
+			tx := stx.(*sqlite.Tx)
 			tx.AfterCommit(func() { after = append(after, k) })
 			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 1)`, k)
 			return err
 		}
 	}
 	var sawB bool
-	errs, err := db.UpdateEach(ctx, []func(tx *sqlite.Tx) error{
+	errs, err := db.UpdateEach(ctx, []func(tx store.Tx) error{
 		put("a"),
-		func(tx *sqlite.Tx) error {
+		func(tx store.Tx) error {
 			if err := put("b")(tx); err != nil {
 				return err
 			}
 			return errNo
 		},
-		func(tx *sqlite.Tx) error {
+		func(stx store.Tx) error {
+			tx := stx.(*sqlite.Tx)
 			var n int
 			if err := tx.QueryRow(`SELECT count(*) FROM kv WHERE k = 'b'`).Scan(&n); err != nil {
 				return err
@@ -38,7 +41,8 @@ func TestUpdateEachKeepsEachOutcomeItsOwn(t *testing.T) {
 			sawB = n > 0
 			return put("c")(tx)
 		},
-		func(tx *sqlite.Tx) error {
+		func(stx store.Tx) error {
+			tx := stx.(*sqlite.Tx)
 			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('a', 2)`) // a exists: fails alone
 			return err
 		},
@@ -74,15 +78,20 @@ func TestUpdateEachPanicRollsBackAll(t *testing.T) {
 				t.Error("the panic did not propagate")
 			}
 		}()
-		_, _ = db.UpdateEach(ctx, []func(tx *sqlite.Tx) error{
-			func(tx *sqlite.Tx) error { _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('p', 1)`); return err },
-			func(tx *sqlite.Tx) error { panic("unit bug") },
+		_, _ = db.UpdateEach(ctx, []func(tx store.Tx) error{
+			func(stx store.Tx) error {
+				tx := stx.(*sqlite.Tx)
+				_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('p', 1)`)
+				return err
+			},
+			func(tx store.Tx) error { panic("unit bug") },
 		})
 	}()
 	if _, ok := get(t, db, "p"); ok {
 		t.Error("a unit of the panicking batch was committed")
 	}
-	if err := db.Update(ctx, func(tx *sqlite.Tx) error {
+	if err := db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('q', 1)`)
 		return err
 	}); err != nil {
@@ -96,7 +105,8 @@ func TestPreparedStatementsBehaveAsPlainOnes(t *testing.T) {
 	ctx := testContext(t)
 	db, _ := openClock(t)
 	for i := 0; i < 3; i++ {
-		err := db.Update(ctx, func(tx *sqlite.Tx) error {
+		err := db.Update(ctx, func(stx store.Tx) error {
+			tx := stx.(*sqlite.Tx)
 			var v int
 			err := tx.QueryRowContext(ctx, `SELECT v FROM kv WHERE k = ?`, "x").Scan(&v)
 			switch {

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
+	"github.com/prsaga/prsaga/platform/store"
 	"path/filepath"
 	"testing"
 
@@ -33,7 +34,7 @@ func BenchmarkUnit(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		err := db.Update(ctx, func(tx *sqlite.Tx) error {
+		err := db.Update(ctx, func(tx store.Tx) error {
 			return unit(tx, i, evs[i])
 		})
 		if err != nil {
@@ -42,7 +43,8 @@ func BenchmarkUnit(b *testing.B) {
 	}
 }
 
-func unit(tx *sqlite.Tx, i int, e *event.Event) error {
+func unit(stx store.Tx, i int, e *event.Event) error {
+	tx := stx.(*sqlite.Tx)
 	if _, err := tx.MarkProcessed("bench", e.ID()); err != nil {
 		return err
 	}
@@ -62,7 +64,7 @@ func BenchmarkMarkSent16(b *testing.B) {
 	defer db.Close()
 	const per = 16
 	evs := benchEvents(b, (b.N+1)*per)
-	if err := db.Update(ctx, func(tx *sqlite.Tx) error { return tx.Emit(evs...) }); err != nil {
+	if err := db.Update(ctx, func(tx store.Tx) error { return tx.Emit(evs...) }); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -93,10 +95,10 @@ func BenchmarkUnitBatch16(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		fns := make([]func(tx *sqlite.Tx) error, per)
+		fns := make([]func(tx store.Tx) error, per)
 		for j := range fns {
 			k := i*per + j
-			fns[j] = func(tx *sqlite.Tx) error { return unit(tx, k, evs[k]) }
+			fns[j] = func(tx store.Tx) error { return unit(tx, k, evs[k]) }
 		}
 		errs, err := db.UpdateEach(ctx, fns)
 		if err != nil {

@@ -7,22 +7,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
-// OutboxRow is an event waiting to be published.
-type OutboxRow struct {
-	ID        string
-	Subject   string
-	Header    nats.Header
-	Body      []byte
-	CreatedAt time.Time
-}
-
-// Msg is the row as a NATS message (Nats-Msg-Id is in the headers).
-func (r OutboxRow) Msg() *nats.Msg {
-	return &nats.Msg{Subject: r.Subject, Header: r.Header, Data: r.Body}
-}
+// OutboxRow is an event waiting to be published (store.OutboxRow).
+type OutboxRow = store.OutboxRow
 
 // unsentMax is the LIMIT of the prepared unsent-rows query.
 const unsentMax = 1024

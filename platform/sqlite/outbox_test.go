@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bytes"
 	"errors"
+	"github.com/prsaga/prsaga/platform/store"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestOutboxEmitUnsentMarkSent(t *testing.T) {
 	if err := db.MarkSent(ctx, []string{"e-2"}); err != nil {
 		t.Fatal(err)
 	}
-	err = db.Update(ctx, func(tx *sqlite.Tx) error {
+	err = db.Update(ctx, func(tx store.Tx) error {
 		if err := tx.Emit(e3); err != nil {
 			return err
 		}
@@ -92,7 +93,7 @@ func TestEmitUnknownTypeFails(t *testing.T) {
 	db, _ := openClock(t)
 	e := requested(t, "e-1")
 	e.SetType("prsaga.merge.bogus.v1")
-	err := db.Update(ctx, func(tx *sqlite.Tx) error { return tx.Emit(e) })
+	err := db.Update(ctx, func(tx store.Tx) error { return tx.Emit(e) })
 	if err == nil || !strings.Contains(err.Error(), "prsaga.merge.bogus.v1") {
 		t.Errorf("emit of an unknown type: got %v, want an error naming the type", err)
 	}
@@ -108,7 +109,7 @@ func TestEmitEventWithoutData(t *testing.T) {
 	e.SetID("e-nodata")
 	e.SetSource("/prsaga/ledger")
 	e.SetType(contracts.TypeTimedOut)
-	if err := db.Update(ctx, func(tx *sqlite.Tx) error { return tx.Emit(&e) }); err != nil {
+	if err := db.Update(ctx, func(tx store.Tx) error { return tx.Emit(&e) }); err != nil {
 		t.Fatalf("emit of an event without data: %v", err)
 	}
 	rows, err := db.Unsent(ctx, 10)
@@ -132,7 +133,8 @@ func TestCommittedSignalsAfterEmittingCommit(t *testing.T) {
 		}
 	}
 	signalled() // whatever opening did
-	if err := db.Update(ctx, func(tx *sqlite.Tx) error {
+	if err := db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('a', 1)`)
 		return err
 	}); err != nil {
@@ -142,7 +144,7 @@ func TestCommittedSignalsAfterEmittingCommit(t *testing.T) {
 		t.Error("Committed signalled after a commit that emitted nothing")
 	}
 	errNo := errors.New("no")
-	_ = db.Update(ctx, func(tx *sqlite.Tx) error {
+	_ = db.Update(ctx, func(tx store.Tx) error {
 		if err := tx.Emit(requested(t, "e-rolled-back")); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/prsaga/prsaga/platform/store"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -88,7 +89,7 @@ func requested(t testing.TB, id string) *event.Event {
 
 func emit(t *testing.T, db *sqlite.DB, evs ...*event.Event) {
 	t.Helper()
-	if err := db.Update(testContext(t), func(tx *sqlite.Tx) error { return tx.Emit(evs...) }); err != nil {
+	if err := db.Update(testContext(t), func(tx store.Tx) error { return tx.Emit(evs...) }); err != nil {
 		t.Fatalf("emit: %v", err)
 	}
 }
@@ -187,7 +188,8 @@ func TestPragmas(t *testing.T) {
 				t.Errorf("reader synchronous: got %d, want %d", rsync, tt.want)
 			}
 			var wsync, fk, busy int
-			err := db.Update(ctx, func(tx *sqlite.Tx) error {
+			err := db.Update(ctx, func(stx store.Tx) error {
+				tx := stx.(*sqlite.Tx)
 				if err := tx.QueryRow(`PRAGMA synchronous`).Scan(&wsync); err != nil {
 					return err
 				}
@@ -212,7 +214,8 @@ func TestPragmas(t *testing.T) {
 func TestUpdateCommitsOrRollsBack(t *testing.T) {
 	ctx := testContext(t)
 	db, clk := openClock(t)
-	err := db.Update(ctx, func(tx *sqlite.Tx) error {
+	err := db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		if !tx.Now().Equal(clk.Now()) {
 			t.Errorf("tx.Now: got %v, want the store clock %v", tx.Now(), clk.Now())
 		}
@@ -230,7 +233,8 @@ func TestUpdateCommitsOrRollsBack(t *testing.T) {
 	}
 
 	errNo := errors.New("decided against it")
-	err = db.Update(ctx, func(tx *sqlite.Tx) error {
+	err = db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('b', 2)`); err != nil {
 			return err
 		}
@@ -249,7 +253,8 @@ func TestUpdateCommitsOrRollsBack(t *testing.T) {
 		t.Errorf("a=%d after the closure failed, want 1", v)
 	}
 	// The single writer connection is free again.
-	if err := db.Update(ctx, func(tx *sqlite.Tx) error {
+	if err := db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('c', 3)`)
 		return err
 	}); err != nil {
@@ -260,7 +265,8 @@ func TestUpdateCommitsOrRollsBack(t *testing.T) {
 func TestMarkProcessed(t *testing.T) {
 	ctx := testContext(t)
 	db, _ := openClock(t)
-	err := db.Update(ctx, func(tx *sqlite.Tx) error {
+	err := db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		first, err := tx.MarkProcessed("validator", "e-1")
 		if err != nil || !first {
 			t.Errorf("first MarkProcessed: got first=%v err=%v, want true, nil", first, err)
@@ -293,7 +299,8 @@ func TestMarkProcessed(t *testing.T) {
 		}
 	}
 	// In a later transaction too.
-	err = db.Update(ctx, func(tx *sqlite.Tx) error {
+	err = db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		first, err := tx.MarkProcessed("validator", "e-1")
 		if err != nil || first {
 			t.Errorf("MarkProcessed in a later tx: got first=%v err=%v, want false, nil", first, err)
@@ -315,7 +322,8 @@ func TestConcurrentUpdates(t *testing.T) {
 	// Two handles on one file, as two processes (or a service and the CLI)
 	// would have: the single-connection writer does not serialise them.
 	dbs := []*sqlite.DB{open(t, path, sqlite.Options{}, kv), open(t, path, sqlite.Options{}, kv)}
-	if err := dbs[0].Update(ctx, func(tx *sqlite.Tx) error {
+	if err := dbs[0].Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('n', 0)`)
 		return err
 	}); err != nil {
@@ -328,7 +336,8 @@ func TestConcurrentUpdates(t *testing.T) {
 		db := dbs[w%len(dbs)]
 		wg.Go(func() {
 			for i := 0; i < increments; i++ {
-				err := db.Update(ctx, func(tx *sqlite.Tx) error {
+				err := db.Update(ctx, func(stx store.Tx) error {
+					tx := stx.(*sqlite.Tx)
 					var n int
 					if err := tx.QueryRow(`SELECT v FROM kv WHERE k = 'n'`).Scan(&n); err != nil {
 						return err
@@ -360,7 +369,7 @@ func TestExpireInbox(t *testing.T) {
 	db, clk := openClock(t)
 	mark := func(id string) {
 		t.Helper()
-		if err := db.Update(ctx, func(tx *sqlite.Tx) error {
+		if err := db.Update(ctx, func(tx store.Tx) error {
 			_, err := tx.MarkProcessed("validator", id)
 			return err
 		}); err != nil {
@@ -388,7 +397,8 @@ func TestExpireInbox(t *testing.T) {
 func TestSqlitetestOpen(t *testing.T) {
 	db := sqlitetest.Open(t, kv)
 	ctx := testContext(t)
-	if err := db.Update(ctx, func(tx *sqlite.Tx) error {
+	if err := db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('a', 1)`)
 		return err
 	}); err != nil {
@@ -407,7 +417,8 @@ func TestUpdateSurvivesPanickingClosure(t *testing.T) {
 				t.Error("the closure's panic did not propagate")
 			}
 		}()
-		_ = db.Update(ctx, func(tx *sqlite.Tx) error {
+		_ = db.Update(ctx, func(stx store.Tx) error {
+			tx := stx.(*sqlite.Tx)
 			if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('p', 1)`); err != nil {
 				return err
 			}
@@ -416,7 +427,8 @@ func TestUpdateSurvivesPanickingClosure(t *testing.T) {
 	}()
 	short, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := db.Update(short, func(tx *sqlite.Tx) error {
+	if err := db.Update(short, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('q', 1)`)
 		return err
 	}); err != nil {
@@ -432,7 +444,8 @@ func TestReaderTransaction(t *testing.T) {
 	// transaction on the reader pool, also while a write is in progress.
 	ctx := testContext(t)
 	db, _ := openClock(t)
-	err := db.Update(ctx, func(tx *sqlite.Tx) error {
+	err := db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*sqlite.Tx)
 		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('a', 1)`); err != nil {
 			return err
 		}

@@ -11,7 +11,23 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/store"
 )
+
+var (
+	_ store.DB = (*DB)(nil)
+	_ store.Tx = (*Tx)(nil)
+)
+
+// TxOf returns the SQLite transaction behind tx (a service adapter's way to
+// its own statements), or an error wrapping store.ErrWrongTx.
+func TxOf(tx store.Tx) (*Tx, error) {
+	t, ok := tx.(*Tx)
+	if !ok {
+		return nil, fmt.Errorf("sqlite adapter given %T: %w", tx, store.ErrWrongTx)
+	}
+	return t, nil
+}
 
 // Tx is one write transaction: the service's own statements through the
 // embedded *sql.Tx, plus the platform's inbox and outbox.
@@ -41,8 +57,8 @@ func (tx *Tx) Now() time.Time { return tx.now }
 // Update runs fn in one write transaction and commits when it returns nil.
 // fn may run more than once (on lock contention), so it must have no side
 // effects outside the transaction.
-func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
-	errs, err := db.UpdateEach(ctx, []func(tx *Tx) error{fn})
+func (db *DB) Update(ctx context.Context, fn func(tx store.Tx) error) error {
+	errs, err := db.UpdateEach(ctx, []func(tx store.Tx) error{fn})
 	if err != nil {
 		return err
 	}
@@ -59,7 +75,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // run more than once (on lock contention), so fns must have no side
 // effects outside the transaction. A panicking fn rolls everything back
 // and the panic propagates.
-func (db *DB) UpdateEach(ctx context.Context, fns []func(tx *Tx) error) (errs []error, err error) {
+func (db *DB) UpdateEach(ctx context.Context, fns []func(tx store.Tx) error) (errs []error, err error) {
 	const attempts = 5
 	for i := 0; i < attempts; i++ {
 		errs, err = db.updateEach(ctx, fns)
@@ -70,7 +86,7 @@ func (db *DB) UpdateEach(ctx context.Context, fns []func(tx *Tx) error) (errs []
 	return errs, err
 }
 
-func (db *DB) updateEach(ctx context.Context, fns []func(tx *Tx) error) ([]error, error) {
+func (db *DB) updateEach(ctx context.Context, fns []func(tx store.Tx) error) ([]error, error) {
 	stx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)

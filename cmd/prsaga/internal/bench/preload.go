@@ -38,39 +38,27 @@ func preloadPR(k int) string {
 // (services/ledger/sqlite/migrations), columns not named take their
 // defaults.
 func preload(ctx context.Context, path string, n int, progress io.Writer) error {
-	db, err := psqlite.Open(ctx, path, psqlite.Options{}, ledger.Migrations)
+	// The ledger's migrations make the tables; the rows go in through a
+	// plain connection, one transaction per chunk.
+	ldb, err := psqlite.Open(ctx, path, psqlite.Options{}, ledger.Migrations)
+	if err != nil {
+		return fmt.Errorf("preload: %w", err)
+	}
+	if err := ldb.Close(); err != nil {
+		return fmt.Errorf("preload: %w", err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	if err != nil {
 		return fmt.Errorf("preload: %w", err)
 	}
 	defer db.Close()
+	db.SetMaxOpenConns(1)
 	now := time.Now()
 	start := now.Add(-preloadSpan).UnixMicro()
 	step := max(1, preloadSpan.Microseconds()/int64(n))
 	for lo := 0; lo < n; lo += preloadChunk {
 		hi := min(n, lo+preloadChunk)
-		err := db.Update(ctx, func(tx *psqlite.Tx) error {
-			if _, err := tx.ExecContext(ctx, `WITH RECURSIVE k(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?)
-				INSERT INTO pr_saga (pr_id, repo, correlation_id, state, attempts, merge_sha, merged, version, created_at, updated_at)
-				SELECT printf('%s/r%02d#%d', ?, i % ?, i + 1), printf('%s/r%02d', ?, i % ?), printf('preload-%d', i),
-					'MERGED', 1, printf('%040x', i), 1, 5, ? + i * ? - 60000000, ? + i * ?
-				FROM k`,
-				lo, hi, preloadOwner, preloadRepos, preloadOwner, preloadRepos, start, step, start, step); err != nil {
-				return fmt.Errorf("insert sagas: %w", err)
-			}
-			_, err := tx.ExecContext(ctx, `WITH RECURSIVE k(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?),
-				t(seq, f, s) AS (VALUES (1, '', 'VALIDATING'), (2, 'VALIDATING', 'MERGING'), (3, 'MERGING', 'NOTIFYING'),
-					(4, 'NOTIFYING', 'INDEXING'), (5, 'INDEXING', 'MERGED'))
-				INSERT INTO saga_transition (pr_id, seq, correlation_id, from_state, to_state, reason, event_id, at)
-				SELECT printf('%s/r%02d#%d', ?, i % ?, i + 1), seq, printf('preload-%d', i), f, s, 'preloaded',
-					printf('preload-%d-%d', i, seq), ? + i * ? - (5 - seq) * 10000
-				FROM k, t`,
-				lo, hi, preloadOwner, preloadRepos, start, step)
-			if err != nil {
-				return fmt.Errorf("insert transitions: %w", err)
-			}
-			return nil
-		})
-		if err != nil {
+		if err := preloadChunkRows(ctx, db, lo, hi, start, step); err != nil {
 			return fmt.Errorf("preload rows %d-%d: %w", lo, hi, err)
 		}
 		if progress != nil {
@@ -81,6 +69,35 @@ func preload(ctx context.Context, path string, n int, progress io.Writer) error 
 		fmt.Fprintln(progress)
 	}
 	return nil
+}
+
+// preloadChunkRows inserts sagas lo..hi-1 and their transitions in one
+// transaction.
+func preloadChunkRows(ctx context.Context, db *sql.DB, lo, hi int, start, step int64) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `WITH RECURSIVE k(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?)
+		INSERT INTO pr_saga (pr_id, repo, correlation_id, state, attempts, merge_sha, merged, version, created_at, updated_at)
+		SELECT printf('%s/r%02d#%d', ?, i % ?, i + 1), printf('%s/r%02d', ?, i % ?), printf('preload-%d', i),
+			'MERGED', 1, printf('%040x', i), 1, 5, ? + i * ? - 60000000, ? + i * ?
+		FROM k`,
+		lo, hi, preloadOwner, preloadRepos, preloadOwner, preloadRepos, start, step, start, step); err != nil {
+		return fmt.Errorf("insert sagas: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `WITH RECURSIVE k(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?),
+		t(seq, f, s) AS (VALUES (1, '', 'VALIDATING'), (2, 'VALIDATING', 'MERGING'), (3, 'MERGING', 'NOTIFYING'),
+			(4, 'NOTIFYING', 'INDEXING'), (5, 'INDEXING', 'MERGED'))
+		INSERT INTO saga_transition (pr_id, seq, correlation_id, from_state, to_state, reason, event_id, at)
+		SELECT printf('%s/r%02d#%d', ?, i % ?, i + 1), seq, printf('preload-%d', i), f, s, 'preloaded',
+			printf('preload-%d-%d', i, seq), ? + i * ? - (5 - seq) * 10000
+		FROM k, t`,
+		lo, hi, preloadOwner, preloadRepos, start, step); err != nil {
+		return fmt.Errorf("insert transitions: %w", err)
+	}
+	return tx.Commit()
 }
 
 // Plans shown for the ledger's read paths: the SQL its store runs for
