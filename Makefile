@@ -2,11 +2,37 @@
 MODULES := contracts platform services/validator services/merger services/notifier services/indexer services/ledger cmd/prsaga
 GO ?= go
 TEST_TIMEOUT ?= 20m
+# Time per fuzz target: short inside `make test`, longer with `make fuzz`.
+FUZZTIME_SHORT ?= 3s
+FUZZTIME ?= 1m
 
-.PHONY: test quick vet build demo dev tidy fmt
+.PHONY: test quick vet build demo dev tidy fmt fuzz fuzz-short
 
 test: vet
 	@set -e; for m in $(MODULES); do echo "== go test -race $$m"; (cd $$m && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...); done
+	@$(MAKE) --no-print-directory fuzz-short
+	@[ -n "$$PRSAGA_TEST_YDB" ] || echo "storetest: YDB skipped: PRSAGA_TEST_YDB not set (the conformance suite ran on SQLite only)"
+
+# Every fuzz target (func FuzzX in a _test.go file) of every module, one at a
+# time (go test -fuzz runs one), for $(1) each. A failing input is written to
+# the package's testdata/fuzz/FuzzX/: commit it with the fix, it becomes a
+# regression test that every `go test` runs.
+define run-fuzz
+	@set -e; for m in $(MODULES); do \
+	  for f in $$(grep -rl --include='*_test.go' '^func Fuzz' $$m | sort); do \
+	    for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	      echo "== fuzz $$t in $$(dirname $$f) for $(1)"; \
+	      (cd $$(dirname $$f) && $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(1) .); \
+	    done; \
+	  done; \
+	done
+endef
+
+fuzz-short:
+	$(call run-fuzz,$(FUZZTIME_SHORT))
+
+fuzz:
+	$(call run-fuzz,$(FUZZTIME))
 
 quick:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) test -count=1 -short ./...); done

@@ -39,7 +39,8 @@ usage: prsaga <command> [arguments] [flags]
   list                list sagas [--state S] [--repo R] [--stuck] [--limit N]
   history <pr>        show a saga's transitions (time, time in state, who)
   retry <pr>          retry a failed saga: replay its failed step's trigger [--dry-run] [--force] [--wait D]
-  trace <corr-id>     one timeline of a run from every service's log lines and the ledger [--logs DIR]
+  trace <corr-id>     one timeline of a run from every service's log lines and the ledger, with step
+                      durations and gaps [--logs DIR] [--json] [--follow] [--gap D]
   dlq list|show|redrive  dead letters on NATS: list [--consumer C], show <seq>, redrive <seq>...|--all
   schema --store ydb  print the YQL of every service's tables [--database /local]
   bench               run a benchmark workload (--workload W1|W2 --prs N --concurrency C --repos R --mode inproc|procs)

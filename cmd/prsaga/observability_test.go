@@ -235,7 +235,10 @@ func TestObservabilityMetricsAfterAFewSagas(t *testing.T) {
 	_, head := makeRepo(t, cfg.ReposDir, "acme/widgets", "feature/hello")
 	_, head2 := makeRepo(t, cfg.ReposDir, "acme/gadgets", "feature/hello")
 	_, broken := makeRepo(t, cfg.ReposDir, "acme/broken", "feature/hello")
-	// The merger's first delivery of acme/gadgets#2 fails once: one redelivery.
+	// The merger's first delivery of acme/gadgets#2 fails once: one
+	// redelivery. The merger runs in a stack (a process) of its own, so
+	// that the fault hook sees only its deliveries, and has its own
+	// /metrics, as it would in production.
 	var failed atomic.Bool
 	fault := func(point string, env contracts.Envelope) error {
 		if point == runner.FaultAfterEffect && env.Event.Type() == contracts.TypeMergeValidated &&
@@ -244,7 +247,10 @@ func TestObservabilityMetricsAfterAFewSagas(t *testing.T) {
 		}
 		return nil
 	}
-	st := startWith(t, stack.Options{Config: cfg, Fault: fault})
+	st := startWith(t, stack.Options{Config: cfg, Services: []string{"validator", "notifier", "indexer", "ledger"}})
+	mcfg := cfg
+	mcfg.NATSURL = st.NATS.Addr()
+	merger := startWith(t, stack.Options{Config: mcfg, Services: []string{"merger"}, Fault: fault})
 	c := client.New(st.URL, "")
 	ctx := context.Background()
 	for _, s := range []struct{ repo, sha, state string }{{"acme/widgets", head, "success"}, {"acme/gadgets", head2, "success"}, {"acme/broken", broken, "failure"}} {
@@ -284,8 +290,8 @@ func TestObservabilityMetricsAfterAFewSagas(t *testing.T) {
 		{"prsaga_step_duration_seconds", []string{"step", "MERGING"}, 2},
 		{"prsaga_step_duration_seconds", []string{"step", "NOTIFYING"}, 2},
 		{"prsaga_step_duration_seconds", []string{"step", "INDEXING"}, 2},
-		{"prsaga_consumer_redeliveries_total", []string{"consumer", "merger"}, 1},
 		{"prsaga_consumer_redeliveries_total", []string{"consumer", "notifier"}, 0},
+		{"prsaga_consumer_redeliveries_total", []string{"consumer", "ledger"}, 0},
 		{"prsaga_dlq_messages_total", []string{"consumer", "validator"}, 1},
 		{"prsaga_dlq_messages_total", []string{"consumer", "ledger"}, 1},
 		{"prsaga_dlq_messages_total", []string{"consumer", "merger"}, 0},
@@ -293,12 +299,20 @@ func TestObservabilityMetricsAfterAFewSagas(t *testing.T) {
 		{"prsaga_sagas_in_flight", []string{"state", "VALIDATING"}, 0},
 		{"prsaga_sagas_in_flight", []string{"state", "MERGING"}, 0},
 		{"prsaga_sagas_in_flight_oldest_age_seconds", []string{"state", "INDEXING"}, 0},
-		{"prsaga_events_handled_total", []string{"consumer", "merger", "outcome", "retry"}, 1},
-		{"prsaga_events_handled_total", []string{"consumer", "merger", "outcome", "acked"}, 2},
+		{"prsaga_events_handled_total", []string{"consumer", "indexer", "outcome", "acked"}, 2},
 	}
-	for _, svc := range stack.AllServices {
+	for _, svc := range []string{"validator", "notifier", "indexer", "ledger"} {
 		checks = append(checks, series{"prsaga_outbox_pending", []string{"service", svc}, 0},
 			series{"prsaga_outbox_oldest_age_seconds", []string{"service", svc}, 0})
+	}
+	// The merger's own process.
+	mergerChecks := []series{
+		{"prsaga_consumer_redeliveries_total", []string{"consumer", "merger"}, 1},
+		{"prsaga_events_handled_total", []string{"consumer", "merger", "outcome", "retry"}, 1},
+		{"prsaga_events_handled_total", []string{"consumer", "merger", "outcome", "acked"}, 2},
+		{"prsaga_events_published_total", []string{"service", "merger", "result", "ok"}, 2},
+		{"prsaga_outbox_pending", []string{"service", "merger"}, 0},
+		{"prsaga_saga_transitions_total", []string{"from", "none", "to", "VALIDATING"}, -1}, // no ledger here
 	}
 	// Counters move a moment after the state the API shows (the relays
 	// mark rows sent, the last acks land): wait for the expected values.
@@ -310,6 +324,12 @@ func TestObservabilityMetricsAfterAFewSagas(t *testing.T) {
 		for _, s := range checks {
 			if got := value(fams, s.name, s.labels...); got != s.want {
 				wrong = append(wrong, fmt.Sprintf("%s%v = %v, want %v", s.name, s.labels, got, s.want))
+			}
+		}
+		mfams := scrape(t, merger.URL)
+		for _, s := range mergerChecks {
+			if got := value(mfams, s.name, s.labels...); got != s.want {
+				wrong = append(wrong, fmt.Sprintf("merger's %s%v = %v, want %v", s.name, s.labels, got, s.want))
 			}
 		}
 		if len(wrong) == 0 {

@@ -89,3 +89,17 @@ func TestNATSCommand(t *testing.T) {
 		t.Errorf("replicas 3 on one server: exit %d, want usage", code)
 	}
 }
+
+// With a YDB DSN the stack opens the services' databases on YDB; an
+// unreachable YDB fails the start with one line naming the store (no YDB
+// server runs on the build machines).
+func TestDevWithUnreachableYDB(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"dev", "--quiet", "--data", t.TempDir(), "--http", "127.0.0.1:0", "--nats-listen", "-",
+		"--store", "grpc://" + freeAddr(t) + "/local"}, func(string) string { return "" }, &stdout, &stderr)
+	if code != exitFailed || !strings.Contains(stderr.String(), "PRSAGA_STORE: connect to YDB at grpc://") {
+		t.Fatalf("exit %d, stderr %q; want a failed start naming PRSAGA_STORE and the YDB it could not reach", code, stderr.String())
+	}
+}

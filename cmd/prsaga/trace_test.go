@@ -27,7 +27,7 @@ func TestLogEntriesKeepTheRunsLines(t *testing.T) {
 		whats = append(whats, e.What)
 	}
 	all := strings.Join(whats, "\n")
-	for _, want := range []string{"saga_transition from_state= to_state=VALIDATING", "merged [merge.validated] merge_sha=abc", "err=boom"} {
+	for _, want := range []string{"saga_transition to_state=VALIDATING", "merged [merge.validated] merge_sha=abc", "err=boom"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("entries lack %q:\n%s", want, all)
 		}

@@ -139,6 +139,9 @@ func logEntry(line []byte, id string) (traceEntry, bool) {
 			continue
 		}
 		s := fmt.Sprint(v)
+		if s == "" {
+			continue // an empty field says nothing on a timeline
+		}
 		if len(s) > 160 {
 			s = s[:160] + "…"
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 // unit is one message whose side effect is done, waiting to be committed.
@@ -19,6 +19,12 @@ type unit struct {
 	env    contracts.Envelope
 	log    *slog.Logger
 	commit Commit
+	// ctx is the context of its handling (with its span), end the end of
+	// its telemetry (see finish), gaveUp whether it is the last delivery's
+	// step_failed.
+	ctx    context.Context
+	end    func(outcome string, err error)
+	gaveUp bool
 }
 
 // handleBatch handles m and whatever else is already waiting (up to Batch
@@ -119,6 +125,7 @@ func (r *Runner) handleAll(ctx context.Context, m jetstream.Msg) {
 			}
 			if err != nil {
 				r.retry(ctx, u.m, u.log, err)
+				u.finish(OutcomeRetry, err)
 				continue
 			}
 			done = append(done, u)
@@ -163,18 +170,20 @@ func (r *Runner) settleSeen(ctx context.Context, u *unit, seen bool, err error) 
 	switch {
 	case err != nil:
 		r.retry(ctx, u.m, u.log, err)
+		u.finish(OutcomeRetry, err)
 		return true
 	case seen:
 		u.log.DebugContext(ctx, "duplicate delivery dropped")
 		r.ack(ctx, u.m, u.log)
+		u.finish(OutcomeDuplicate, nil)
 		return true
 	}
 	return false
 }
 
 // fn is the unit's part of the transaction: its inbox row, then its commit.
-func (r *Runner) fn(u *unit) func(tx *sqlite.Tx) error {
-	return func(tx *sqlite.Tx) error {
+func (r *Runner) fn(u *unit) func(tx store.Tx) error {
+	return func(tx store.Tx) error {
 		first, err := tx.MarkProcessed(r.cfg.Consumer.Durable, u.env.Event.ID())
 		if err != nil {
 			return err
@@ -195,7 +204,7 @@ func (r *Runner) commit(ctx context.Context, units []*unit) {
 	errs := make([]error, len(units))
 	bs, batched := r.cfg.Store.(BatchStore)
 	if batched && len(units) > 1 {
-		fns := make([]func(tx *sqlite.Tx) error, len(units))
+		fns := make([]func(tx store.Tx) error, len(units))
 		for i, u := range units {
 			fns[i] = r.fn(u)
 		}
@@ -222,16 +231,25 @@ func (r *Runner) settle(ctx context.Context, u *unit, err error) {
 	if errors.Is(err, errDuplicate) {
 		u.log.DebugContext(ctx, "duplicate delivery dropped at commit")
 		r.ack(ctx, u.m, u.log)
+		u.finish(OutcomeDuplicate, nil)
 		return
 	}
 	if err != nil {
-		r.retry(ctx, u.m, u.log, fmt.Errorf("commit: %w", err))
+		err = fmt.Errorf("commit: %w", err)
+		r.retry(ctx, u.m, u.log, err)
+		u.finish(OutcomeRetry, err)
 		return
 	}
 	if r.cfg.Fault != nil {
 		if err := r.cfg.Fault(FaultAfterCommit, u.env); err != nil {
+			u.finish(OutcomeCrashed, err)
 			return // as if the process died: redelivered after AckWait
 		}
 	}
 	r.ack(ctx, u.m, u.log)
+	if u.gaveUp {
+		u.finish(OutcomeGaveUp, nil)
+	} else {
+		u.finish(OutcomeAcked, nil)
+	}
 }

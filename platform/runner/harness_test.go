@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prsaga/prsaga/platform/store"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -103,7 +104,8 @@ func start(t testing.TB, s setup) *harness {
 		if err != nil {
 			return nil, err
 		}
-		return func(tx *sqlite.Tx) error {
+		return func(stx store.Tx) error {
+			tx := stx.(*sqlite.Tx)
 			if _, err := tx.Exec(`INSERT INTO effects (event_id) VALUES (?)`, env.Event.ID()); err != nil {
 				return err
 			}

@@ -23,13 +23,13 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 // Commit is the part of handling that runs inside the transaction: the
 // service's own state changes and its outgoing events (tx.Emit). It may run
 // more than once and must have no side effects outside tx.
-type Commit func(tx *sqlite.Tx) error
+type Commit func(tx store.Tx) error
 
 // Handler handles one event. It runs the step's side effect — idempotently,
 // checking the world first, since a crash may repeat it — and returns the
@@ -47,7 +47,7 @@ type BatchHandler func(ctx context.Context, envs []contracts.Envelope, logs []*s
 // Store is what the runner needs of a service's database.
 type Store interface {
 	Processed(ctx context.Context, consumer, eventID string) (bool, error)
-	Update(ctx context.Context, fn func(tx *sqlite.Tx) error) error
+	Update(ctx context.Context, fn func(tx store.Tx) error) error
 }
 
 // InboxReader is a Store that looks several events up in one query.
@@ -61,7 +61,7 @@ type InboxReader interface {
 // committed). A Store without it gets one transaction per message.
 type BatchStore interface {
 	Store
-	UpdateEach(ctx context.Context, fns []func(tx *sqlite.Tx) error) (errs []error, err error)
+	UpdateEach(ctx context.Context, fns []func(tx store.Tx) error) (errs []error, err error)
 }
 
 // Config of one consumer loop.
@@ -98,6 +98,9 @@ type Config struct {
 	// error it returns aborts handling there, as a crash would. Tests only.
 	Fault func(point string, env contracts.Envelope) error
 	Now   func() time.Time
+	// Telemetry, when set, observes every message handled (a span each,
+	// and metrics); nil is off.
+	Telemetry Telemetry
 }
 
 // Fault points of the runner.

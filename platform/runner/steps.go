@@ -13,7 +13,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/logging"
-	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 // open decodes and checks a message, dead-lettering what cannot be read
@@ -34,7 +34,10 @@ func (r *Runner) open(ctx context.Context, m jetstream.Msg) *unit {
 		r.deadLetter(ctx, m, err.Error())
 		return nil
 	}
-	return &unit{m: m, env: env, log: logging.ForEvent(r.cfg.Log, env)}
+	u := &unit{m: m, env: env}
+	r.observe(ctx, u)
+	u.log = logging.ForEvent(r.cfg.Log, u.env)
+	return u
 }
 
 // run runs the unit's side effect — or, on the last allowed delivery of a
@@ -45,6 +48,7 @@ func (r *Runner) run(ctx context.Context, u *unit, waiting []*unit) bool {
 	var err error
 	if r.lastDelivery(u.m) {
 		u.commit, err = r.exhausted(u.env)
+		u.gaveUp = true
 		u.log.WarnContext(ctx, "delivery budget exhausted; step failed", "step", r.cfg.Step)
 	} else {
 		ms := make([]jetstream.Msg, 0, len(waiting)+1)
@@ -52,7 +56,7 @@ func (r *Runner) run(ctx context.Context, u *unit, waiting []*unit) bool {
 			ms = append(ms, w.m)
 		}
 		stop := r.inProgress(append(ms, u.m)...)
-		u.commit, err = r.cfg.Handle(ctx, u.env, u.log)
+		u.commit, err = r.cfg.Handle(u.ctx, u.env, u.log)
 		stop()
 	}
 	if err == nil && r.cfg.Fault != nil {
@@ -60,6 +64,7 @@ func (r *Runner) run(ctx context.Context, u *unit, waiting []*unit) bool {
 	}
 	if err != nil {
 		r.retry(ctx, u.m, u.log, err)
+		u.finish(OutcomeRetry, err)
 		return false
 	}
 	return true
@@ -114,7 +119,7 @@ func (r *Runner) exhausted(env contracts.Envelope) (Commit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(tx *sqlite.Tx) error { return tx.Emit(out) }, nil
+	return func(tx store.Tx) error { return tx.Emit(out) }, nil
 }
 
 func (r *Runner) retry(ctx context.Context, m jetstream.Msg, log *slog.Logger, err error) {
@@ -135,11 +140,14 @@ func (r *Runner) ack(ctx context.Context, m jetstream.Msg, log *slog.Logger) {
 }
 
 func (r *Runner) deadLetter(ctx context.Context, m jetstream.Msg, reason string) {
-	log := r.cfg.Log.With("subject", m.Subject(), "reason", reason)
+	log := r.cfg.Log.With(append(msgIDs(m), "subject", m.Subject(), "reason", reason)...)
 	msg := natsMsg(m)
 	if err := r.cfg.Bus.DeadLetter(ctx, r.cfg.Consumer.Durable, msg, reason); err != nil {
 		r.retry(ctx, m, log, fmt.Errorf("dead-letter: %w", err))
 		return
+	}
+	if r.cfg.Telemetry != nil {
+		r.cfg.Telemetry.DeadLettered(r.cfg.Consumer.Durable)
 	}
 	log.WarnContext(ctx, "message dead-lettered", "dlq_subject", contracts.DLQSubject(r.cfg.Consumer.Durable))
 	r.ack(ctx, m, log)

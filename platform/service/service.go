@@ -12,7 +12,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/outbox"
 	"github.com/prsaga/prsaga/platform/runner"
-	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 // Consumer is one durable consumer of a service and its handler.
@@ -30,8 +30,10 @@ type Consumer struct {
 
 // Spec describes a service.
 type Spec struct {
-	Name      string
-	DB        *sqlite.DB
+	Name string
+	// DB is the service's own database (SQLite or YDB): its tables, outbox
+	// and inbox.
+	DB        store.DB
 	Consumers []Consumer
 }
 
@@ -42,6 +44,15 @@ type Options struct {
 	Fault   func(point string, env contracts.Envelope) error
 	// RelayPoll is the relay's safety-net poll interval.
 	RelayPoll time.Duration
+	// Telemetry, when set, observes every consumer and relay: spans and
+	// metrics (telemetry.Telemetry is one). Nil is off.
+	Telemetry Telemetry
+}
+
+// Telemetry observes a service's consumers and its relay.
+type Telemetry interface {
+	runner.Telemetry
+	outbox.Telemetry
 }
 
 // Running is a started service; Stop ends it.
@@ -55,7 +66,8 @@ type Running struct {
 func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Options) (*Running, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &Running{cancel: cancel}
-	relay := &outbox.Relay{Store: s.DB, Pub: b, Log: log.With("component", "relay"), Poll: opts.RelayPoll}
+	relay := &outbox.Relay{Store: s.DB, Pub: b, Log: log.With("component", "relay"), Poll: opts.RelayPoll,
+		Telemetry: opts.Telemetry, Service: s.Name}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -78,6 +90,7 @@ func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Optio
 			Backoff:     opts.Backoff,
 			Workers:     workers,
 			Fault:       opts.Fault,
+			Telemetry:   opts.Telemetry,
 		})
 		if err != nil {
 			r.Stop()

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"github.com/prsaga/prsaga/platform/store"
 	"log/slog"
 	"testing"
 	"time"
@@ -11,7 +12,6 @@ import (
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
-	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 )
 
@@ -29,7 +29,7 @@ func TestServiceConsumesAndRelays(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return func(tx *sqlite.Tx) error { return tx.Emit(out) }, nil
+		return func(tx store.Tx) error { return tx.Emit(out) }, nil
 	}
 	run, err := service.Start(ctx, service.Spec{
 		Name: contracts.ServiceValidator,

@@ -13,39 +13,39 @@ import (
 
 // Metric names, as registered (histograms add _bucket, _sum, _count).
 const (
-	MetricTransitions       = "prsaga_saga_transitions_total"
-	MetricMergeFailed       = "prsaga_saga_merge_failed_total"
-	MetricStepDuration      = "prsaga_step_duration_seconds"
-	MetricInFlight          = "prsaga_sagas_in_flight"
-	MetricInFlightOldest    = "prsaga_sagas_in_flight_oldest_age_seconds"
-	MetricOutboxPending     = "prsaga_outbox_pending"
-	MetricOutboxOldest      = "prsaga_outbox_oldest_age_seconds"
-	MetricRedeliveries      = "prsaga_consumer_redeliveries_total"
-	MetricDLQ               = "prsaga_dlq_messages_total"
-	MetricWatchdogTimeouts  = "prsaga_watchdog_timeouts_total"
-	MetricEventsHandled     = "prsaga_events_handled_total"
-	MetricHandleDuration    = "prsaga_handle_duration_seconds"
-	MetricEventsPublished   = "prsaga_events_published_total"
-	MetricTelemetryFailures = "prsaga_metrics_read_errors_total"
+	MetricTransitions      = "prsaga_saga_transitions_total"
+	MetricMergeFailed      = "prsaga_saga_merge_failed_total"
+	MetricStepDuration     = "prsaga_step_duration_seconds"
+	MetricInFlight         = "prsaga_sagas_in_flight"
+	MetricInFlightOldest   = "prsaga_sagas_in_flight_oldest_age_seconds"
+	MetricOutboxPending    = "prsaga_outbox_pending"
+	MetricOutboxOldest     = "prsaga_outbox_oldest_age_seconds"
+	MetricRedeliveries     = "prsaga_consumer_redeliveries_total"
+	MetricDLQ              = "prsaga_dlq_messages_total"
+	MetricWatchdogTimeouts = "prsaga_watchdog_timeouts_total"
+	MetricEventsHandled    = "prsaga_events_handled_total"
+	MetricHandleDuration   = "prsaga_handle_duration_seconds"
+	MetricEventsPublished  = "prsaga_events_published_total"
+	MetricReadErrors       = "prsaga_metrics_read_errors_total"
 )
 
 // catalog is every prsaga metric a Telemetry registers, with its labels
 // (histograms add the le label and the _bucket, _sum and _count series).
 var catalog = map[string][]string{
-	MetricTransitions:       {"from", "to"},
-	MetricMergeFailed:       {"step", "code"},
-	MetricStepDuration:      {"step"},
-	MetricInFlight:          {"state"},
-	MetricInFlightOldest:    {"state"},
-	MetricOutboxPending:     {"service"},
-	MetricOutboxOldest:      {"service"},
-	MetricRedeliveries:      {"consumer"},
-	MetricDLQ:               {"consumer"},
-	MetricWatchdogTimeouts:  {"step"},
-	MetricEventsHandled:     {"consumer", "outcome"},
-	MetricHandleDuration:    {"consumer"},
-	MetricEventsPublished:   {"service", "result"},
-	MetricTelemetryFailures: {"what"},
+	MetricTransitions:      {"from", "to"},
+	MetricMergeFailed:      {"step", "code"},
+	MetricStepDuration:     {"step"},
+	MetricInFlight:         {"state"},
+	MetricInFlightOldest:   {"state"},
+	MetricOutboxPending:    {"service"},
+	MetricOutboxOldest:     {"service"},
+	MetricRedeliveries:     {"consumer"},
+	MetricDLQ:              {"consumer"},
+	MetricWatchdogTimeouts: {"step"},
+	MetricEventsHandled:    {"consumer", "outcome"},
+	MetricHandleDuration:   {"consumer"},
+	MetricEventsPublished:  {"service", "result"},
+	MetricReadErrors:       {"what"},
 }
 
 // MetricNames lists every prsaga metric a Telemetry registers, sorted (the
@@ -123,7 +123,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricEventsPublished,
 			Help: "Outbox rows a service's relay published, by result (ok, error)."},
 			[]string{"service", "result"}),
-		readErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricTelemetryFailures,
+		readErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReadErrors,
 			Help: "Scrapes whose reading of a store failed, by what was read (outbox, sagas)."},
 			[]string{"what"}),
 	}

@@ -13,20 +13,12 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 )
 
-// Handling outcomes (runner.Telemetry): how a message was settled.
-const (
-	OutcomeAcked     = "acked"     // committed and acknowledged
-	OutcomeDuplicate = "duplicate" // the inbox had it: acknowledged, nothing done
-	OutcomeRetry     = "retry"     // failed: Nak'ed with backoff
-	OutcomeGaveUp    = "gave_up"   // last delivery: step_failed(retries_exhausted) instead
-	OutcomeCrashed   = "crashed"   // a test fault stopped it before the ack
-)
-
 // Handling starts the span of one service handling one event — a child of
 // the span the event's traceparent names — and counts a redelivery. It
 // returns the context for the handler, the envelope to hand it (whose
 // traceparent is the new span: see WithSpan) and the function that ends
-// the span with the outcome, which must be called exactly once.
+// the span with the outcome (runner.Outcome*), which must be called
+// exactly once.
 // delivery is JetStream's delivery count (1 for the first).
 func (t *Telemetry) Handling(ctx context.Context, service, consumer string, env contracts.Envelope, delivery int) (context.Context, contracts.Envelope, func(outcome string, err error)) {
 	start := time.Now()

@@ -17,8 +17,12 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/telemetry"
 )
+
+// The runner's and the relay's hooks.
+var _ service.Telemetry = (*telemetry.Telemetry)(nil)
 
 func newTelemetry(t *testing.T, exp sdktrace.SpanExporter) *telemetry.Telemetry {
 	t.Helper()
@@ -84,7 +88,7 @@ func TestHandlingContinuesTheEventsTraceAndHandsOnItsSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done(telemetry.OutcomeAcked, nil)
+	done("acked", nil)
 
 	want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"
 	if got := out.Extensions()[contracts.ExtTraceParent]; got != want {
@@ -115,14 +119,14 @@ func TestEventsWithoutTraceParentJoinTheRunsTrace(t *testing.T) {
 	for _, svc := range []string{"validator", "ledger"} {
 		ctx, _, done := tel.Handling(context.Background(), svc, svc, in, 1)
 		ids = append(ids, trace.SpanContextFromContext(ctx).TraceID())
-		done(telemetry.OutcomeAcked, nil)
+		done("acked", nil)
 	}
 	if ids[0] != ids[1] || ids[0] != telemetry.RunTraceID("req-1") {
 		t.Errorf("trace ids %v, want both %v", ids, telemetry.RunTraceID("req-1"))
 	}
 	// A broken traceparent is treated as none.
 	ctx, _, done := tel.Handling(context.Background(), "merger", "merger", requested(t, "00-zz-yy-01"), 1)
-	done(telemetry.OutcomeAcked, nil)
+	done("acked", nil)
 	if got := trace.SpanContextFromContext(ctx).TraceID(); got != telemetry.RunTraceID("req-1") {
 		t.Errorf("invalid traceparent: trace %v", got)
 	}
@@ -163,7 +167,7 @@ func TestWithoutExporterContextStillPropagates(t *testing.T) {
 		t.Fatal("exporting without an exporter")
 	}
 	ctx, env, done := tel.Handling(context.Background(), "merger", "merger", requested(t, ""), 1)
-	defer done(telemetry.OutcomeAcked, nil)
+	defer done("acked", nil)
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		t.Error("span is recorded with nowhere to export it")
 	}
@@ -181,7 +185,7 @@ func TestMetricsCountAndServeFromTheirOwnRegistry(t *testing.T) {
 	b := newTelemetry(t, nil) // a second registry: no duplicate-registration panic
 	env := requested(t, "")
 	_, _, done := a.Handling(context.Background(), "validator", "validator", env, 3)
-	done(telemetry.OutcomeRetry, errors.New("boom"))
+	done("retry", errors.New("boom"))
 	a.DeadLettered("merger")
 	a.Transition("", contracts.StateValidating)
 	a.Transition(contracts.StateValidating, contracts.StateMergeFailed)

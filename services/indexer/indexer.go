@@ -11,7 +11,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/runner"
-	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 // Doc is one merged pull request as the index holds it; PRID is its key.
@@ -142,7 +142,7 @@ func (x *Indexer) OnNotified(ctx context.Context, env contracts.Envelope, log *s
 	if err != nil {
 		return nil, err
 	}
-	return func(tx *sqlite.Tx) error {
+	return func(tx store.Tx) error {
 		tx.AfterCommit(func() {
 			if f, ok := payload.(contracts.StepFailed); ok {
 				log.ErrorContext(ctx, "index write failed; step failed", "code", f.Code, "reason", f.Reason, "emitted_id", out.ID())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prsaga/prsaga/platform/store"
 	"log/slog"
 	"strings"
 	"sync"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/indexer"
 )
@@ -87,7 +87,7 @@ func handle(t *testing.T, x *indexer.Indexer, ctx context.Context) (*contracts.E
 		return nil, buf.String(), err
 	}
 	db := sqlitetest.Open(t)
-	if err := db.Update(context.Background(), func(tx *sqlite.Tx) error { return commit(tx) }); err != nil {
+	if err := db.Update(context.Background(), func(tx store.Tx) error { return commit(tx) }); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := db.Unsent(context.Background(), 10)

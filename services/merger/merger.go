@@ -10,7 +10,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/runner"
-	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 // Plan is one merge to perform.
@@ -83,7 +83,7 @@ func (m *Merger) OnValidated(ctx context.Context, env contracts.Envelope, log *s
 		if ferr != nil {
 			return nil, ferr
 		}
-		return func(tx *sqlite.Tx) error {
+		return func(tx store.Tx) error {
 			tx.AfterCommit(func() { log.InfoContext(ctx, "merge refused", "code", f.Code, "reason", f.Reason) })
 			return tx.Emit(out)
 		}, nil
@@ -99,7 +99,7 @@ func (m *Merger) OnValidated(ctx context.Context, env contracts.Envelope, log *s
 	if err != nil {
 		return nil, err
 	}
-	return func(tx *sqlite.Tx) error {
+	return func(tx store.Tx) error {
 		tx.AfterCommit(func() {
 			log.InfoContext(ctx, "merged", "merge_sha", res.MergeSHA, "base_sha", res.BaseSHA, "already_merged", res.AlreadyMerged, "strategy", v.Strategy)
 		})

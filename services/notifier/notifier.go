@@ -16,7 +16,6 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/runner"
-	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier/webhook"
 )
@@ -149,7 +148,7 @@ func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *sl
 	if err != nil {
 		return nil, err
 	}
-	return func(tx *sqlite.Tx) error {
+	return func(tx store.Tx) error {
 		if err := n.Store.RecordDeliveries(tx, record); err != nil {
 			return err
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	pstore "github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier"
@@ -102,7 +101,7 @@ func TestOnMergedSendsOnlyWhatIsMissing(t *testing.T) {
 		t.Errorf("sent to %v; want exactly one of the two undelivered watchers (the budget ends while it hangs)", urls)
 	}
 	db := sqlitetest.Open(t)
-	if err := db.Update(t.Context(), func(tx *sqlite.Tx) error { return commit(tx) }); err != nil {
+	if err := db.Update(t.Context(), func(tx pstore.Tx) error { return commit(tx) }); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := db.Unsent(t.Context(), 10)

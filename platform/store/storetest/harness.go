@@ -46,7 +46,7 @@ func Stores(t *testing.T, schema Schema, suite func(t *testing.T, open Opener)) 
 				t.Fatalf("open sqlite: %v", err)
 			}
 			t.Cleanup(func() { db.Close() })
-			return seam(db)
+			return db
 		})
 	})
 	t.Run("ydb", func(t *testing.T) {

@@ -64,7 +64,9 @@ func FuzzSearch(f *testing.F) {
 	// below is checked on real markup.
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/search?q=script", nil))
-	var seed struct{ Hits []struct{ Highlights map[string][]string } }
+	var seed struct {
+		Hits []struct{ Highlights map[string][]string }
+	}
 	_ = json.Unmarshal(rec.Body.Bytes(), &seed)
 	if len(seed.Hits) != 1 || len(seed.Hits[0].Highlights["title"]) == 0 || !strings.HasPrefix(seed.Hits[0].Highlights["title"][0], "&lt;<mark>script</mark>&gt;") {
 		f.Fatalf("search for the hostile title: %d %s", rec.Code, rec.Body.Bytes())

@@ -10,7 +10,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/service"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/indexer"
 	"github.com/prsaga/prsaga/services/indexer/bleveindex"
 	"github.com/prsaga/prsaga/services/indexer/gitlog"
@@ -19,7 +19,7 @@ import (
 // Options of the indexer.
 type Options struct {
 	// DB is the indexer's own database (inbox and outbox only).
-	DB *psqlite.DB
+	DB store.DB
 	// IndexDir holds the bleve index; created if missing.
 	IndexDir string
 	// ReposDir holds the bare repositories, <ReposDir>/<owner>/<name>.git,
@@ -59,7 +59,7 @@ func (o Options) Validate() error {
 
 // Server is the assembled indexer. Safe for concurrent use.
 type Server struct {
-	db  *psqlite.DB
+	db  store.DB
 	idx *bleveindex.Index
 	x   *indexer.Indexer
 	log *slog.Logger

@@ -141,6 +141,8 @@ func (a *API) failPage(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = he.Status, he.Message
 	case errors.Is(err, ledger.ErrNotFound):
 		status, msg = http.StatusNotFound, "No saga for "+truncate(r.PathValue("pr"))+"."
+	case errors.Is(err, ledger.ErrKeyReused): // as the API's fail answers it
+		status, msg = http.StatusUnprocessableEntity, "This form was already used to retry another saga: reload the page and try again."
 	case errors.Is(err, contracts.ErrInvalid):
 		status, msg = http.StatusBadRequest, oneLine(err.Error())
 	default:

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -167,7 +168,9 @@ func FuzzMergeRequest(f *testing.F) {
 	}
 	f.Add("Content-Type: application/cloudevents+json", structured)
 	f.Add("Content-Type: application/cloudevents-batch+json", []byte("["+string(structured)+"]"))
-	withID := func(b []byte, id string) []byte { return bytes.Replace(b, []byte(`"client-evt-1"`), []byte(`"`+id+`"`), 1) }
+	withID := func(b []byte, id string) []byte {
+		return bytes.Replace(b, []byte(`"client-evt-1"`), []byte(`"`+id+`"`), 1)
+	}
 	f.Add("Content-Type: application/cloudevents+json", withID(bytes.Replace(structured, []byte(`"https://forge.test"`), []byte(`"/prsaga/ledger"`), 1), "client-evt-3"))
 	f.Add("Content-Type: application/cloudevents+json", withID(bytes.Replace(structured, []byte(`"source":`), []byte(`"replayof":"orig-1","source":`), 1), "client-evt-4"))
 	binary := "Content-Type: application/json\nCe-Specversion: 1.0\nCe-Id: client-evt-2\nCe-Source: https://forge.test\nCe-Type: prsaga.merge.requested.v1\nCe-Subject: acme/widgets#9"
@@ -368,4 +371,78 @@ func TestMergeRequestRefusesClientEventsSpeakingForPrsaga(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDashboardRetryForm fuzzes the dashboard's retry form (POST
+// /sagas/{pr}/retry): host, Origin, cookie and form body. Seeded with a
+// real form (its CSRF cookie and token read from the confirmation page), a
+// retry may only ever happen for a request that carries that cookie, that
+// token, an Origin of the dashboard's own host, and a loopback host: no
+// mutation gets a replay into the outbox otherwise (DESIGN §11).
+func FuzzDashboardRetryForm(f *testing.F) {
+	l := newFuzzLedger(f)
+	const host = "127.0.0.1:8080"
+	req := httptest.NewRequest(http.MethodGet, "http://"+host+"/sagas/"+url.PathEscape(failed)+"/retry", nil)
+	rec := httptest.NewRecorder()
+	l.mux.ServeHTTP(rec, req)
+	var cookie string
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == "prsaga_csrf" {
+			cookie = c.Value
+		}
+	}
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(rec.Body.String())
+	if rec.Code != http.StatusOK || cookie == "" || m == nil {
+		f.Fatalf("confirmation page: %d, cookie %q, token %v", rec.Code, cookie, m)
+	}
+	token := m[1]
+	form := url.Values{"csrf": {token}, "key": {"dash-0123456789abcdef"}}.Encode()
+	pr := url.PathEscape(failed)
+	f.Add(pr, host, "http://"+host, cookie, form)
+	f.Add(pr, host, "http://evil.example", cookie, form)
+	f.Add(pr, host, "", cookie, form)
+	f.Add(pr, host, "http://"+host, "", form)
+	f.Add(pr, host, "http://"+host, cookie, "csrf=&key=k")
+	f.Add(pr, "evil.example", "http://evil.example", cookie, form)
+	f.Add(pr, "0.0.0.0:8080", "http://0.0.0.0:8080", cookie, form)
+	f.Add(url.PathEscape(merged), host, "http://"+host, cookie, form+"&force=1")
+	f.Fuzz(func(t *testing.T, pr, host, origin, cookieValue, body string) {
+		req, err := http.NewRequest(http.MethodPost, "http://ledger.test/sagas/"+pr+"/retry", strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.Host = host
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if cookieValue != "" {
+			req.AddCookie(&http.Cookie{Name: "prsaga_csrf", Value: cookieValue})
+		}
+		rec := httptest.NewRecorder()
+		l.mux.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("retry form: %d %s", rec.Code, rec.Body.Bytes())
+		}
+		replays := 0
+		for _, row := range l.drainOutbox(t) {
+			if strings.Contains(row.Subject, "requested") || strings.Contains(row.Subject, "validated") {
+				replays++
+			}
+		}
+		if replays == 0 {
+			return
+		}
+		vals, _ := url.ParseQuery(body)
+		// What the server saw: the cookie as parsed, the Origin header.
+		c, _ := req.Cookie("prsaga_csrf")
+		sawCookie := ""
+		if c != nil {
+			sawCookie = c.Value
+		}
+		if sawCookie != cookie || vals.Get("csrf") != token || origin != "http://"+host ||
+			!(strings.HasPrefix(host, "127.0.0.1:") || strings.HasPrefix(host, "localhost:") || strings.HasPrefix(host, "[::1]:")) {
+			t.Fatalf("a retry went through for host %q, Origin %q, cookie %q, form %q", host, origin, cookieValue, body)
+		}
+	})
 }

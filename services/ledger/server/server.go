@@ -14,7 +14,7 @@ import (
 	"github.com/prsaga/prsaga/platform/logging"
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/httpapi"
 	ledgerjs "github.com/prsaga/prsaga/services/ledger/jetstream"
@@ -24,7 +24,7 @@ import (
 // Options of the ledger service.
 type Options struct {
 	// DB is the ledger's database, opened with Migrations.
-	DB *psqlite.DB
+	DB store.DB
 	// OperatorTokens guard the mutating routes; empty lets every caller
 	// through (allowed on loopback listeners only — the caller checks).
 	OperatorTokens httpx.Tokens
@@ -55,7 +55,7 @@ var subjectsSaga = []string{"prsaga.merge.>"}
 
 // Server is the ledger service. Safe for concurrent use.
 type Server struct {
-	db       *psqlite.DB
+	db       store.DB
 	store    Store
 	proj     *ledger.Projector
 	api      *httpapi.API
@@ -169,7 +169,7 @@ func (s *Server) Routes(mux *http.ServeMux) { s.api.Routes(mux) }
 // transaction: everything happens in the runner's commit, together with
 // the inbox row and the outbox.
 func (s *Server) onSagaEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
-	return func(tx *psqlite.Tx) error {
+	return func(tx store.Tx) error {
 		ltx, err := s.store.Bind(tx)
 		if err != nil {
 			return err

@@ -35,14 +35,12 @@ var (
 )
 
 // Adapter returns the ledger's tables on db's store (SQLite or YDB).
-func Adapter(db any) (Store, error) {
+func Adapter(db store.DB) (Store, error) {
 	switch db := db.(type) {
 	case *psqlite.DB:
 		return ledgersqlite.NewStore(db), nil
 	case *pydb.DB:
 		return ledgerydb.NewStore(db), nil
-	case interface{ SQLite() *psqlite.DB }: // storetest's seam, until sqlite implements store.DB
-		return ledgersqlite.NewStore(db.SQLite()), nil
 	}
 	return nil, fmt.Errorf("ledger: no tables for a store of type %T", db)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prsaga/prsaga/services/ledger"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 //go:embed migrations/*.sql
@@ -49,11 +50,17 @@ func (s *Store) Check(ctx context.Context) error {
 // fn may run more than once (lock contention) and must have no side
 // effects outside tx.
 func (s *Store) Update(ctx context.Context, fn func(tx ledger.Tx) error) error {
-	return s.db.Update(ctx, func(tx *psqlite.Tx) error { return fn(Bind(tx)) })
+	return s.db.Update(ctx, func(tx store.Tx) error {
+		t, err := s.Bind(tx)
+		if err != nil {
+			return err
+		}
+		return fn(t)
+	})
 }
 
 // Emit commits events to the outbox in a transaction of their own: the
 // relay publishes them. Used to publish what the API accepts reliably.
 func (s *Store) Emit(ctx context.Context, evs ...*event.Event) error {
-	return s.db.Update(ctx, func(tx *psqlite.Tx) error { return tx.Emit(evs...) })
+	return s.db.Update(ctx, func(tx store.Tx) error { return tx.Emit(evs...) })
 }

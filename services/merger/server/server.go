@@ -11,14 +11,14 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/service"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/merger"
 	"github.com/prsaga/prsaga/services/merger/gitrepo"
 )
 
 // Options of the merger.
 type Options struct {
-	DB       *psqlite.DB
+	DB       store.DB
 	ReposDir string
 	// Committer signs merge commits; authors are the requesters.
 	Committer gitrepo.Signature
@@ -30,7 +30,7 @@ type Options struct {
 
 // Server is the assembled merger.
 type Server struct {
-	db *psqlite.DB
+	db store.DB
 	m  *merger.Merger
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/platform/service"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier"
 	nsqlite "github.com/prsaga/prsaga/services/notifier/sqlite"
 	"github.com/prsaga/prsaga/services/notifier/webhook"
@@ -24,7 +24,7 @@ var Migrations = nsqlite.Migrations
 // Options of the notifier.
 type Options struct {
 	// DB is the notifier's own database, opened with Migrations.
-	DB           *psqlite.DB
+	DB           store.DB
 	AllowPrivate bool // PRSAGA_WEBHOOK_ALLOW_PRIVATE: tests and local demos only
 	// OperatorTokens may replace watchers. Empty: open (loopback only).
 	OperatorTokens httpx.Tokens

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/notifier"
 	nsqlite "github.com/prsaga/prsaga/services/notifier/sqlite"
@@ -25,14 +26,12 @@ var (
 )
 
 // Adapter returns the notifier's tables on db's store (SQLite or YDB).
-func Adapter(db any) (Store, error) {
+func Adapter(db store.DB) (Store, error) {
 	switch db := db.(type) {
 	case *psqlite.DB:
 		return &nsqlite.Store{DB: db}, nil
 	case *pydb.DB:
 		return &nydb.Store{DB: db}, nil
-	case interface{ SQLite() *psqlite.DB }: // storetest's seam, until sqlite implements store.DB
-		return &nsqlite.Store{DB: db.SQLite()}, nil
 	}
 	return nil, fmt.Errorf("notifier: no tables for a store of type %T", db)
 }

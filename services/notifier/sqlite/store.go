@@ -34,7 +34,11 @@ func WatcherID(repo, url string) string { return notifier.WatcherID(repo, url) }
 
 // ReplaceWatchers sets a repository's watchers.
 func (s *Store) ReplaceWatchers(ctx context.Context, repo string, ws []notifier.Watcher) error {
-	return s.DB.Update(ctx, func(tx *psqlite.Tx) error {
+	return s.DB.Update(ctx, func(stx store.Tx) error {
+		tx, err := psqlite.TxOf(stx)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM watcher WHERE repo = ?`, repo); err != nil {
 			return fmt.Errorf("replace watchers: %w", err)
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/runner"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/validator"
 )
@@ -32,7 +31,7 @@ func (s *Server) onMergeRequested(ctx context.Context, env contracts.Envelope, l
 		}
 	}
 	id, at := runner.NewID(), s.now()
-	return func(tx *psqlite.Tx) error {
+	return func(tx store.Tx) error {
 		f := facts // the commit may run more than once
 		if err := s.readState(tx, &f); err != nil {
 			return err
@@ -112,7 +111,7 @@ func (s *Server) readState(tx store.Tx, f *validator.Facts) error {
 // PR's lock (validator.Lock.After has the rules).
 func (s *Server) onLockEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
 	prID := env.Req().PRID
-	return func(tx *psqlite.Tx) error {
+	return func(tx store.Tx) error {
 		lock, err := s.tables.Lock(tx, prID)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/validator"
 	"github.com/prsaga/prsaga/services/validator/gitrefs"
 	"github.com/prsaga/prsaga/services/validator/httpapi"
@@ -24,7 +25,7 @@ var Migrations psqlite.Migrations = vsqlite.Migrations
 // Options of the validator.
 type Options struct {
 	// DB is the validator's own database, opened with Migrations.
-	DB *psqlite.DB
+	DB store.DB
 	// ReposDir holds the bare repositories, <ReposDir>/<owner>/<name>.git.
 	ReposDir string
 	// DefaultRequired are the contexts required on a target branch without
@@ -58,7 +59,7 @@ func (o Options) Validate() error {
 
 // Server is the validator. Safe for concurrent use.
 type Server struct {
-	db       *psqlite.DB
+	db       store.DB
 	tables   Tables
 	heads    validator.Heads
 	required []string

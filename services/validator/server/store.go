@@ -40,14 +40,12 @@ var (
 
 // Adapter returns the validator's tables on db's store (SQLite or YDB);
 // now stamps statuses.
-func Adapter(db any, now func() time.Time) (Tables, Store, error) {
+func Adapter(db store.DB, now func() time.Time) (Tables, Store, error) {
 	switch db := db.(type) {
 	case *psqlite.DB:
 		return vsqlite.Tables{}, vsqlite.NewStore(db, now), nil
 	case *pydb.DB:
 		return vydb.Tables{}, vydb.NewStore(db, now), nil
-	case interface{ SQLite() *psqlite.DB }: // storetest's seam, until sqlite implements store.DB
-		return vsqlite.Tables{}, vsqlite.NewStore(db.SQLite(), now), nil
 	}
 	return nil, nil, fmt.Errorf("validator: no tables for a store of type %T", db)
 }

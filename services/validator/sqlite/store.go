@@ -5,6 +5,7 @@ import (
 	"time"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/validator"
 )
 
@@ -27,7 +28,7 @@ func NewStore(db *psqlite.DB, now func() time.Time) *Store {
 // context on repo@sha and returns what was stored.
 func (s *Store) SetStatus(ctx context.Context, repo, sha string, st validator.Status) (validator.Status, error) {
 	st.UpdatedAt = s.now().UTC().Truncate(time.Microsecond)
-	err := s.db.Update(ctx, func(tx *psqlite.Tx) error { return PutStatus(tx, repo, sha, st) })
+	err := s.db.Update(ctx, func(tx store.Tx) error { return Tables{}.PutStatus(tx, repo, sha, st) })
 	return st, err
 }
 
@@ -38,7 +39,7 @@ func (s *Store) Statuses(ctx context.Context, repo, sha string) ([]validator.Sta
 
 // SetProtection replaces the required contexts of repo's branch.
 func (s *Store) SetProtection(ctx context.Context, repo, branch string, contexts []string) error {
-	return s.db.Update(ctx, func(tx *psqlite.Tx) error { return PutProtection(tx, repo, branch, contexts) })
+	return s.db.Update(ctx, func(tx store.Tx) error { return Tables{}.PutProtection(tx, repo, branch, contexts) })
 }
 
 // Protection returns the required contexts of repo's branch; ok is false

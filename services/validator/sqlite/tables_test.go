@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
+	"github.com/prsaga/prsaga/platform/store"
 	"testing"
 	"time"
 
@@ -78,7 +79,8 @@ func TestLockRoundTrip(t *testing.T) {
 		{Holder: "run-1", Attempt: 2, Merged: true},
 		{Merged: true},
 	} {
-		err := db.Update(ctx, func(tx *psqlite.Tx) error {
+		err := db.Update(ctx, func(stx store.Tx) error {
+			tx := stx.(*psqlite.Tx)
 			before, err := vsqlite.Lock(tx.Context(), tx, "acme/widgets#1")
 			if err != nil {
 				return err

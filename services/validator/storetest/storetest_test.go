@@ -8,8 +8,8 @@ import (
 	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/validator/server"
-	"github.com/prsaga/prsaga/services/validator/storetest"
 	vsqlite "github.com/prsaga/prsaga/services/validator/sqlite"
+	"github.com/prsaga/prsaga/services/validator/storetest"
 	vydb "github.com/prsaga/prsaga/services/validator/ydb"
 )
 

@@ -26,7 +26,7 @@ func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (compo
 	operator := httpx.Tokens{cfg.APIToken}
 	switch name {
 	case "validator":
-		db, err := s.openDB(ctx, name, validator.Migrations)
+		db, err := s.openDB(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -41,7 +41,7 @@ func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (compo
 		}
 		return merger.New(merger.Options{DB: db, ReposDir: cfg.ReposDir, Sync: cfg.Durability == "sync"})
 	case "notifier":
-		db, err := s.openDB(ctx, name, notifier.Migrations)
+		db, err := s.openDB(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +67,7 @@ func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (compo
 		s.closers = append(s.closers, ix.Close)
 		return ix, nil
 	case "ledger":
-		db, err := s.openDB(ctx, name, ledger.Migrations)
+		db, err := s.openDB(ctx, name)
 		if err != nil {
 			return nil, err
 		}

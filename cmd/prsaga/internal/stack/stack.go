@@ -25,8 +25,8 @@ import (
 	"github.com/prsaga/prsaga/platform/logging"
 	"github.com/prsaga/prsaga/platform/natsembed"
 	"github.com/prsaga/prsaga/platform/service"
-	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/telemetry"
+	"github.com/prsaga/prsaga/platform/ydb"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -68,6 +68,7 @@ type Stack struct {
 	running []*service.Running
 	ready   []readier
 	closers []func() error
+	ydb     *ydb.Conn // the YDB connection the services share (store.go)
 
 	// Telemetry holds the stack's metrics (served on /metrics) and tracer
 	// providers: one registry per stack, so that stacks can run side by side.
@@ -118,9 +119,6 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.IsYDB() {
-		return nil, errors.New("PRSAGA_STORE: the YDB adapter is not built yet; use sqlite:///dir")
-	}
 	if err := os.MkdirAll(cfg.ReposDir, 0o755); err != nil {
 		return nil, fmt.Errorf("repos dir: %w", err)
 	}
@@ -148,9 +146,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			s.ready = append(s.ready, r)
 		}
 		run, err := service.Start(ctx, comp.Spec(), s.Bus, log, service.Options{
-			Backoff: cfg.Backoff,
-			Workers: opts.Workers,
-			Fault:   opts.Fault,
+			Backoff:   cfg.Backoff,
+			Workers:   opts.Workers,
+			Fault:     opts.Fault,
+			Telemetry: s.Telemetry,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", name, err)
@@ -215,21 +214,6 @@ func (s *Stack) connect(ctx context.Context, opts Options) error {
 	}
 	s.Bus = b
 	return b.EnsureStreams(ctx)
-}
-
-// openDB opens the service's own SQLite file.
-func (s *Stack) openDB(ctx context.Context, name string, migs ...sqlite.Migrations) (*sqlite.DB, error) {
-	dir, err := s.cfg.SQLiteDir()
-	if err != nil {
-		return nil, err
-	}
-	db, err := sqlite.Open(ctx, filepath.Join(dir, name+".sqlite"), sqlite.Options{Sync: s.cfg.Durability == "sync"}, migs...)
-	if err != nil {
-		return nil, err
-	}
-	s.closers = append(s.closers, db.Close)
-	s.Telemetry.WatchOutbox(name, db.OutboxStats)
-	return db, nil
 }
 
 func (s *Stack) serveHTTP(opts Options, mux *http.ServeMux) error {
