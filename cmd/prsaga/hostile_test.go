@@ -1,13 +1,13 @@
 package main
 
 import (
-	"os"
-	"runtime/pprof"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
