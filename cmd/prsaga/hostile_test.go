@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -323,15 +321,7 @@ func TestHostileInput(t *testing.T) {
 	if ack, err := st.Bus.PublishMsg(ctx, msg); err != nil || ack.Duplicate {
 		t.Fatalf("publish past the dedupe window: %+v %v", ack, err)
 	}
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	s, werr := c.Wait(wctx, r.PRID, "")
-	wcancel()
-	if werr != nil {
-		f, _ := os.Create("/tmp/hostile-goroutines.txt")
-		pprof.Lookup("goroutine").WriteTo(f, 2)
-		f.Close()
-		t.Fatalf("wait: %v", werr)
-	}
+	s := waitTerminal(t, c, r.PRID)
 	if s.State != "MERGED" || s.CorrelationID != id {
 		t.Fatalf("the valid request after the hostile ones: %s (%s), want MERGED of run %s", s.State, s.LastError, id)
 	}

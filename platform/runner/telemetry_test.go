@@ -48,10 +48,11 @@ func (o *observed) Handling(ctx context.Context, service, consumer string, env c
 	o.deliveries[id] = append(o.deliveries[id], delivery)
 	o.mu.Unlock()
 	return ctx, env, func(outcome string, err error) {
+		// End the span first: tests wait for the outcome, then read spans.
+		end(outcome, err)
 		o.mu.Lock()
 		o.outcomes[id] = append(o.outcomes[id], outcome)
 		o.mu.Unlock()
-		end(outcome, err)
 	}
 }
 
