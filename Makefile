@@ -10,7 +10,6 @@ FUZZTIME ?= 1m
 
 test: vet
 	@set -e; for m in $(MODULES); do echo "== go test -race $$m"; (cd $$m && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...); done
-	@$(MAKE) --no-print-directory fuzz-short
 	@[ -n "$$PRSAGA_TEST_YDB" ] || echo "storetest: YDB skipped: PRSAGA_TEST_YDB not set (the conformance suite ran on SQLite only)"
 
 # Every fuzz target (func FuzzX in a _test.go file) of every module, one at a

@@ -194,6 +194,9 @@ func (e Envelope) Req() Request {
 // it. The payload's other fields are checked by ValidatePayload, because an
 // invalid request must still be answered.
 func Open(e *event.Event) (Envelope, error) {
+	if e.Source() == "" {
+		return Envelope{}, fieldErr("source", "is missing")
+	}
 	if err := ValidateEventID(e.ID()); err != nil {
 		return Envelope{}, err
 	}

@@ -204,9 +204,11 @@ func TestChaos(t *testing.T) {
 	tuning := []string{"--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m",
 		"--log-level", "debug", "--log-dir", ""}
 	services := map[string]*chaosProc{}
+	addrs := map[string]string{}
 	var names []string
 	for _, name := range []string{"validator", "merger", "notifier", "indexer", "ledger"} {
 		addr := chaosAddr(t)
+		addrs[name] = addr
 		p := &chaosProc{name: name, exe: exe, log: filepath.Join(dir, name+".log"), ready: httpReady("http://" + addr),
 			args: serviceArgs(name, natsURL, filepath.Join(dir, name), reposDir, addr, tuning...)}
 		services[name], names = p, append(names, name)
@@ -220,15 +222,7 @@ func TestChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	api := func(name string) *client.Client {
-		for i, a := range services[name].args {
-			if a == "--http" {
-				return client.New("http://"+services[name].args[i+1], "")
-			}
-		}
-		t.Fatalf("no --http for %s", name)
-		return nil
-	}
+	api := func(name string) *client.Client { return client.New("http://"+addrs[name], "") }
 	ledgerAPI, validatorAPI, notifierAPI := api("ledger"), api("validator"), api("notifier")
 
 	// CI statuses and watchers, before the chaos.
@@ -248,7 +242,9 @@ func TestChaos(t *testing.T) {
 		for w := 0; w < watchersPerRepo; w++ {
 			path := fmt.Sprintf("/hooks/r%d/w%d/%s", k, w, randomHex(t, 8))
 			secret := randomHex(t, 16)
+			hooks.mu.Lock()
 			hooks.secrets[path] = secret
+			hooks.mu.Unlock()
 			watcherPaths = append(watcherPaths, path)
 			ws = append(ws, map[string]string{"url": receiver.URL + path, "secret": secret})
 		}
@@ -554,48 +550,6 @@ func crashes(ps []*chaosProc) []string {
 			out = append(out, p.name+": "+c)
 		}
 		p.mu.Unlock()
-	}
-	return out
-}
-
-// waitSettled waits until every durable consumer has nothing pending and
-// nothing unacknowledged.
-func waitSettled(t *testing.T, ctx context.Context, b *bus.Bus) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	quiet := 0
-	for quiet < 3 {
-		busy := ""
-		for info := range consumers(t, ctx, b) {
-			if info.NumPending > 0 || info.NumAckPending > 0 {
-				busy = fmt.Sprintf("%s: %d pending, %d unacknowledged", info.Name, info.NumPending, info.NumAckPending)
-			}
-		}
-		if busy == "" {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumers did not settle: %s", busy)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-func consumers(t *testing.T, ctx context.Context, b *bus.Bus) map[*jetstream.ConsumerInfo]bool {
-	t.Helper()
-	s, err := b.JS.Stream(ctx, contracts.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[*jetstream.ConsumerInfo]bool{}
-	lister := s.ListConsumers(ctx)
-	for info := range lister.Info() {
-		out[info] = true
-	}
-	if err := lister.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
