@@ -198,7 +198,8 @@ func TestDLQListShowRedrive(t *testing.T) {
 		t.Fatalf("dlq redrive --all = %d: %s %s", code, out, errOut)
 	}
 	waitDLQ(t, st.Bus, 2)
-	time.Sleep(200 * time.Millisecond)
+	// Nothing more is coming once every consumer has handled it.
+	waitSettled(t, ctx, st.Bus)
 	code, out, _ = runCLIEnv(t, env, "dlq", "list", "--json")
 	listed = nil
 	if err := json.Unmarshal([]byte(out), &listed); code != exitOK || err != nil || len(listed) != 2 {

@@ -377,7 +377,10 @@ func TestObservabilityTraceFollowsARun(t *testing.T) {
 		code = run(fctx, []string{"trace", id, "--follow", "--json", "--poll", "50ms", "--api", st.URL, "--logs", cfg.LogDir},
 			func(string) string { return "" }, &out, &errOut)
 	})
-	time.Sleep(200 * time.Millisecond) // following before the run starts
+	// Following before the run starts: its first poll finds no run yet.
+	waitCond(t, 10*time.Second, "trace --follow polled once", func() bool {
+		return strings.Contains(errOut.String(), "has no run "+id+" (yet)")
+	})
 	if err := st.Bus.Publish(ctx, e); err != nil {
 		t.Fatal(err)
 	}

@@ -57,3 +57,15 @@ func consumers(t *testing.T, ctx context.Context, b *bus.Bus) map[*jetstream.Con
 	}
 	return out
 }
+
+// waitCond polls cond until it holds, failing the test after d.
+func waitCond(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
