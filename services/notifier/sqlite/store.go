@@ -55,7 +55,7 @@ func (s *Store) ReplaceWatchers(ctx context.Context, repo string, ws []notifier.
 
 // Watchers lists a repository's watchers.
 func (s *Store) Watchers(ctx context.Context, repo string) ([]notifier.Watcher, error) {
-	rows, err := s.DB.Reader().QueryContext(ctx, `SELECT id, repo, url, secret FROM watcher WHERE repo = ? ORDER BY id`, repo)
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, repo, url, secret FROM watcher WHERE repo = ? ORDER BY id`, repo)
 	if err != nil {
 		return nil, fmt.Errorf("watchers: %w", err)
 	}
@@ -73,7 +73,7 @@ func (s *Store) Watchers(ctx context.Context, repo string) ([]notifier.Watcher, 
 
 // Deliveries returns this run's delivery rows by watcher id.
 func (s *Store) Deliveries(ctx context.Context, correlationID string) (map[string]notifier.Delivery, error) {
-	rows, err := s.DB.Reader().QueryContext(ctx,
+	rows, err := s.DB.QueryContext(ctx,
 		`SELECT watcher_id, delivered, attempts, last_error FROM delivery WHERE correlation_id = ?`, correlationID)
 	if err != nil {
 		return nil, fmt.Errorf("deliveries: %w", err)

@@ -34,7 +34,7 @@ func (s *Store) SetStatus(ctx context.Context, repo, sha string, st validator.St
 
 // Statuses returns the latest status of every context of repo@sha.
 func (s *Store) Statuses(ctx context.Context, repo, sha string) ([]validator.Status, error) {
-	return Statuses(ctx, s.db.Reader(), repo, sha)
+	return Statuses(ctx, s.db, repo, sha)
 }
 
 // SetProtection replaces the required contexts of repo's branch.
@@ -45,10 +45,10 @@ func (s *Store) SetProtection(ctx context.Context, repo, branch string, contexts
 // Protection returns the required contexts of repo's branch; ok is false
 // when none are configured.
 func (s *Store) Protection(ctx context.Context, repo, branch string) ([]string, bool, error) {
-	return Protection(ctx, s.db.Reader(), repo, branch)
+	return Protection(ctx, s.db, repo, branch)
 }
 
 // Lock returns the PR's lock (for tests and diagnostics).
 func (s *Store) Lock(ctx context.Context, prID string) (validator.Lock, error) {
-	return Lock(ctx, s.db.Reader(), prID)
+	return Lock(ctx, s.db, prID)
 }

@@ -28,7 +28,8 @@ func mustSub(f fs.FS, dir string) fs.FS {
 	return sub
 }
 
-// Querier runs reads: a *psqlite.Tx inside a commit, or DB.Reader() outside.
+// Querier runs reads: a *psqlite.Tx inside a commit, or the *psqlite.DB
+// outside (its statements are prepared once on the reader pool).
 type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
