@@ -52,6 +52,7 @@ type chaosProc struct {
 	args      []string
 	log       string
 	ready     func(ctx context.Context) error // nil: started is ready
+	env       []string                        // KEY=value added to the next starts' environment
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -76,6 +77,7 @@ func (p *chaosProc) start() error {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, p.env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	// The kernel kills the child if the test process dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
+	"github.com/prsaga/prsaga/platform/fault"
 )
 
 // cmdDev runs embedded NATS and all five services in one process until
@@ -29,6 +30,9 @@ func cmdDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		fmt.Fprintf(stderr, "prsaga dev: %v\n", err)
 		return exitFailed
 	}
+	if !armFaults("dev", getenv, stderr) {
+		return exitUsage
+	}
 	opts := stack.Options{Config: cfg}
 	if !*quiet {
 		opts.LogStdout = stdout
@@ -39,6 +43,7 @@ func cmdDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		return exitFailed
 	}
 	defer st.Stop()
+	warnUnknownFaults(st)
 	fmt.Fprintf(stderr, "prsaga dev: dashboard %s/   NATS %s   data %s   repos %s   logs %s\n",
 		st.URL, st.NATS.Addr(), cfg.DataDir, cfg.ReposDir, cfg.LogDir)
 	<-ctx.Done()
@@ -69,13 +74,39 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintln(stderr, "prsaga serve: PRSAGA_NATS_URL is required (use `prsaga dev` for an embedded server)")
 		return exitUsage
 	}
+	if !armFaults("serve", getenv, stderr) {
+		return exitUsage
+	}
 	st, err := stack.Start(ctx, stack.Options{Config: cfg, Services: names, LogStdout: stdout})
 	if err != nil {
 		fmt.Fprintf(stderr, "prsaga serve %s: %v\n", pos[0], err)
 		return exitFailed
 	}
 	defer st.Stop()
+	warnUnknownFaults(st)
 	st.Log.Info("serving", "services", names, "http", st.URL)
 	<-ctx.Done()
 	return exitOK
+}
+
+// armFaults arms the fault points PRSAGA_FAULTS names (crash tests only;
+// docs/operating.md lists the points), once, before anything starts.
+func armFaults(cmd string, getenv func(string) string, stderr io.Writer) bool {
+	rules, err := fault.Setup(getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga %s: %v\n", cmd, err)
+		return false
+	}
+	if len(rules) > 0 {
+		fmt.Fprintf(stderr, "prsaga %s: fault points armed (%s): %v\n", cmd, fault.Env, rules)
+	}
+	return true
+}
+
+// warnUnknownFaults names armed points that nothing in this process hits:
+// a typo, or a point of a service not running here.
+func warnUnknownFaults(st *stack.Stack) {
+	if u := fault.Unknown(); len(u) > 0 {
+		st.Log.Warn("armed fault points not in this process", "points", u, "known", fault.Points())
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -369,16 +368,11 @@ func TestHostileInput(t *testing.T) {
 // an event id but not a body, back to back and each with its own
 // Nats-Msg-Id (a client that bypasses JetStream's dedupe, or reuses an id
 // after the window while the first copy is still being handled). The
-// first body must win everywhere. It does not yet: the validator's four
-// workers race, its inbox keeps whichever copy commits first, while the
-// ledger (one worker, stream order) keeps the first — the saga of the
-// first PR then waits in VALIDATING for an answer that went to the
-// other PR. Skipped until the runner makes one id's copies deterministic;
-// PRSAGA_TEST_KNOWN_BUGS=1 runs it.
+// first body must win everywhere: the validator (four workers) and the
+// ledger (one, in stream order) alike. The runner handles the copies of
+// one id one after the other, in delivery order, so the second finds the
+// id in the inbox and is dropped.
 func TestDuplicateIDInFlightTogether(t *testing.T) {
-	if os.Getenv("PRSAGA_TEST_KNOWN_BUGS") == "" {
-		t.Skip("known bug: concurrent copies of one event id race in a consumer's workers; PRSAGA_TEST_KNOWN_BUGS=1 runs this")
-	}
 	cfg := testConfig(t)
 	reposDir := cfg.ReposDir
 	const pairs = 10

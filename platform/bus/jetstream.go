@@ -38,6 +38,14 @@ type Config struct {
 	Duplicates time.Duration // JetStream's dedupe window
 	AckWait    time.Duration
 	MaxDeliver int // for step consumers; lock and ledger consumers never give up
+
+	// WaitForServer makes Connect succeed while no server can be reached
+	// yet: the connection keeps trying in the background (as it does
+	// after losing a server), and JetStream calls fail as Unavailable
+	// until it is made — wrap them in Await. Services set it (`prsaga
+	// serve` may start before `prsaga nats`); one-shot commands do not,
+	// and fail at once.
+	WaitForServer bool
 }
 
 // WithDefaults fills zero fields with DESIGN §8's defaults.
@@ -84,6 +92,9 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 	if cfg.InProcess != nil {
 		opts = append(opts, nats.InProcessServer(cfg.InProcess))
 		url = cfg.InProcess.ClientURL() // required, never dialled
+	}
+	if cfg.WaitForServer {
+		opts = append(opts, nats.RetryOnFailedConnect(true))
 	}
 	if cfg.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(cfg.CredsFile))

@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/prsaga/prsaga/platform/backoff"
+	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/platform/store"
 )
 
@@ -41,6 +43,13 @@ type AsyncPublisher interface {
 	PublishMsgAsync(msg *nats.Msg) (jetstream.PubAckFuture, error)
 }
 
+// The relay's wait after a failed round doubles from minRetry up to
+// maxRetry (each wait jittered down by up to backoff.Spread).
+const (
+	minRetry = 100 * time.Millisecond
+	maxRetry = 5 * time.Second
+)
+
 // ackWait bounds the wait for a batch's acks; a row whose ack does not
 // come stays unsent and is published again.
 const ackWait = 15 * time.Second
@@ -64,14 +73,16 @@ type Relay struct {
 	Poll   time.Duration                   // safety-net interval; default 1s
 	Batch  int                             // rows per round; default 256
 	Before func(row store.OutboxRow) error // test hook: fault point before publish
+	// Service names the relay's service: to Telemetry, and in its fault
+	// point relay.<Service>.after-publish (package fault), hit once rows
+	// are published and acked, before they are marked sent.
+	Service string
 	// MarkDelay is how long Run may hold acked rows before marking them
 	// sent; default 20ms, negative marks after every round.
 	MarkDelay time.Duration
 	// Telemetry, when set, observes every publish (a span each, a child
-	// of the span that emitted the row); Service names the relay's service
-	// to it. Nil is off.
+	// of the span that emitted the row). Nil is off.
 	Telemetry Telemetry
-	Service   string
 }
 
 // Telemetry observes a relay's publishes (telemetry.Telemetry is one).
@@ -147,6 +158,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	if r.Service != "" {
+		fault.Register(fault.AfterPublish(r.Service))
+	}
 	var held acked
 	defer func() {
 		// Mark what was acked before stopping, so that a clean stop does
@@ -157,23 +171,26 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.Log.WarnContext(ctx, "outbox relay: marking sent at stop failed; the rows will be published again", "err", err)
 		}
 	}()
-	backoff := 100 * time.Millisecond
+	retry := minRetry
 	for {
 		n, err := r.round(ctx, &held, delay)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
-			r.Log.WarnContext(ctx, "outbox relay round failed; will retry", "err", err, "retry_in", backoff.String())
+			// Jittered, so that relays that failed together (NATS
+			// restarting) do not all come back in the same instant.
+			wait := backoff.Jitter(retry)
+			r.Log.WarnContext(ctx, "outbox relay round failed; will retry", "err", err, "retry_in", wait.String())
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(backoff):
+			case <-time.After(wait):
 			}
-			backoff = min(backoff*2, 5*time.Second)
+			retry = min(retry*2, maxRetry)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		retry = minRetry
 		if n >= r.batch() {
 			continue // a full batch: there may be more
 		}
@@ -234,6 +251,14 @@ func (r *Relay) round(ctx context.Context, held *acked, delay time.Duration) (in
 			sent, pubErr = r.publishSync(ctx, rows)
 		}
 		held.add(sent)
+		if len(sent) > 0 && r.Service != "" && fault.Enabled() {
+			if err := fault.Hit(fault.AfterPublish(r.Service)); err != nil {
+				// As a crash here would: published, not marked sent;
+				// forgotten, so that the rows are published again.
+				*held = acked{}
+				return 0, err
+			}
+		}
 	}
 	if delay < 0 || len(held.ids) >= batch || len(held.ids) > 0 && time.Since(held.since) >= delay {
 		if err := r.mark(ctx, held); err != nil {

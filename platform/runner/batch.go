@@ -27,13 +27,21 @@ type unit struct {
 	gaveUp bool
 }
 
-// handleBatch handles m and whatever else is already waiting (up to Batch
+// handleBatch handles d and whatever else is already waiting (up to Batch
 // messages, within BatchWindow), then commits their units in one
-// transaction and acks them — in delivery order.
-func (r *Runner) handleBatch(ctx context.Context, m jetstream.Msg) {
+// transaction and acks them — in delivery order. A message that must wait
+// for an earlier copy of its event id (see delivery) ends the batch: it is
+// returned, to be handled once the batch is committed.
+func (r *Runner) handleBatch(ctx context.Context, d *delivery) (next *delivery) {
+	r.await(ctx, d)
+	taken := []*delivery{d}
+	defer func() {
+		for _, d := range taken {
+			r.release(d)
+		}
+	}()
 	if r.cfg.HandleBatch != nil {
-		r.handleAll(ctx, m)
-		return
+		return r.handleAll(ctx, &taken)
 	}
 	start := time.Now()
 	var units []*unit
@@ -50,13 +58,18 @@ func (r *Runner) handleBatch(ctx context.Context, m jetstream.Msg) {
 			units = append(units, u)
 		}
 	}
-	add(m)
+	add(d.m)
 	// Messages are taken one at a time, so that idle workers share a queue
 	// of slow side effects instead of one worker running them in a row.
 	for n := 1; n < r.cfg.Batch && time.Since(start) < r.cfg.BatchWindow; n++ {
 		select {
-		case m := <-r.work:
-			add(m)
+		case d := <-r.work:
+			if d.blocked() {
+				next = d
+				break
+			}
+			taken = append(taken, d)
+			add(d.m)
 			continue
 		case <-r.quit:
 		default:
@@ -66,17 +79,24 @@ func (r *Runner) handleBatch(ctx context.Context, m jetstream.Msg) {
 	if len(units) > 0 {
 		r.commit(ctx, units)
 	}
+	return next
 }
 
-// handleAll takes m and everything already waiting (up to Batch), looks
-// them up in the inbox at once and hands the rest to HandleBatch in one
-// call.
-func (r *Runner) handleAll(ctx context.Context, m jetstream.Msg) {
-	msgs := []jetstream.Msg{m}
-	for len(msgs) < r.cfg.Batch {
+// handleAll takes the message taken and everything already waiting (up
+// to Batch), looks them up in the inbox at once and hands the rest to
+// HandleBatch in one call. Like handleBatch it returns a message that
+// must wait for an earlier copy of its id; taken gets every other.
+func (r *Runner) handleAll(ctx context.Context, taken *[]*delivery) (next *delivery) {
+	msgs := []jetstream.Msg{(*taken)[0].m}
+	for len(msgs) < r.cfg.Batch && next == nil {
 		select {
-		case m := <-r.work:
-			msgs = append(msgs, m)
+		case d := <-r.work:
+			if d.blocked() {
+				next = d
+				break
+			}
+			*taken = append(*taken, d)
+			msgs = append(msgs, d.m)
 			continue
 		case <-r.quit:
 		default:
@@ -120,8 +140,8 @@ func (r *Runner) handleAll(ctx context.Context, m jetstream.Msg) {
 			default:
 				u.commit = commits[i]
 			}
-			if err == nil && r.cfg.Fault != nil {
-				err = r.cfg.Fault(FaultAfterEffect, u.env)
+			if err == nil {
+				err = r.fault(FaultAfterEffect, u.env)
 			}
 			if err != nil {
 				r.retry(ctx, u.m, u.log, err)
@@ -134,6 +154,7 @@ func (r *Runner) handleAll(ctx context.Context, m jetstream.Msg) {
 	if len(done) > 0 {
 		r.commit(ctx, done)
 	}
+	return next
 }
 
 // dropSeen settles (acks) the units the inbox already holds and returns
@@ -240,11 +261,9 @@ func (r *Runner) settle(ctx context.Context, u *unit, err error) {
 		u.finish(OutcomeRetry, err)
 		return
 	}
-	if r.cfg.Fault != nil {
-		if err := r.cfg.Fault(FaultAfterCommit, u.env); err != nil {
-			u.finish(OutcomeCrashed, err)
-			return // as if the process died: redelivered after AckWait
-		}
+	if err := r.fault(FaultAfterCommit, u.env); err != nil {
+		u.finish(OutcomeCrashed, err)
+		return // as if the process died: redelivered after AckWait
 	}
 	r.ack(ctx, u.m, u.log)
 	if u.gaveUp {

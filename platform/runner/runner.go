@@ -23,6 +23,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/platform/store"
 )
 
@@ -94,8 +95,11 @@ type Config struct {
 	// (their side effects run one after another before the commit), so
 	// that slow side effects are committed and acked promptly; default 5ms.
 	BatchWindow time.Duration
-	// Fault, when set, is called at named points (see Fault* constants); an
-	// error it returns aborts handling there, as a crash would. Tests only.
+	// Fault, when set, is called at the runner's fault points (see Fault*
+	// constants) with the event in hand; an error it returns aborts
+	// handling there, as a crash would. Tests only. The same points are
+	// also named per consumer in package fault (<durable>.after-effect,
+	// <durable>.after-commit), which PRSAGA_FAULTS arms.
 	Fault func(point string, env contracts.Envelope) error
 	Now   func() time.Time
 	// Telemetry, when set, observes every message handled (a span each,
@@ -103,7 +107,8 @@ type Config struct {
 	Telemetry Telemetry
 }
 
-// Fault points of the runner.
+// Fault points of the runner, as Config.Fault sees them (package fault
+// names them per consumer).
 const (
 	FaultAfterEffect = "runner.after-effect" // side effect done, nothing committed
 	FaultAfterCommit = "runner.after-commit" // committed, not acked
@@ -113,7 +118,13 @@ const (
 type Runner struct {
 	cfg  Config
 	cc   jetstream.ConsumeContext
-	work chan jetstream.Msg
+	work chan *delivery
+	// inflight maps the event id of every message delivered and not yet
+	// settled to the latest copy's done channel (see claim).
+	mu       sync.Mutex
+	inflight map[string]chan struct{}
+	// afterEffect and afterCommit are this consumer's fault point names.
+	afterEffect, afterCommit string
 	// quit is closed by Stop: the intake hands over no more messages and
 	// idle workers exit. work itself is never closed, because the consume
 	// callback may still be running when Stop gets past cc.Closed().
@@ -128,7 +139,8 @@ var errDuplicate = errors.New("duplicate delivery")
 // maxPullAhead bounds the messages a runner holds delivered but unhandled.
 const maxPullAhead = 256
 
-// Start creates the durable consumer and starts consuming.
+// Start creates the durable consumer — waiting for JetStream while it
+// cannot be reached (bus.Await), until ctx ends — and starts consuming.
 func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
@@ -146,7 +158,12 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		cfg.Now = time.Now
 	}
 	cfg.Log = cfg.Log.With("consumer", cfg.Consumer.Durable)
-	c, err := cfg.Bus.Consumer(ctx, cfg.Consumer)
+	fault.Register(fault.AfterEffect(cfg.Consumer.Durable), fault.AfterCommit(cfg.Consumer.Durable))
+	var c jetstream.Consumer
+	err := cfg.Bus.Await(ctx, cfg.Log, "consumer "+cfg.Consumer.Durable, func(ctx context.Context) (err error) {
+		c, err = cfg.Bus.Consumer(ctx, cfg.Consumer)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -155,15 +172,19 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	// a batch finds the next one waiting; every message pulled but not yet
 	// handled is delivered, its AckWait running.
 	ahead := min(cfg.Batch*cfg.Workers, maxPullAhead)
-	r := &Runner{cfg: cfg, work: make(chan jetstream.Msg, ahead), quit: make(chan struct{}), stop: cancel}
+	r := &Runner{cfg: cfg, work: make(chan *delivery, ahead), quit: make(chan struct{}), stop: cancel,
+		inflight:    map[string]chan struct{}{},
+		afterEffect: fault.AfterEffect(cfg.Consumer.Durable), afterCommit: fault.AfterCommit(cfg.Consumer.Durable)}
 	for i := 0; i < cfg.Workers; i++ {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
 			for {
 				select {
-				case m := <-r.work:
-					r.handleBatch(rctx, m)
+				case d := <-r.work:
+					for d != nil {
+						d = r.handleBatch(rctx, d)
+					}
 				case <-r.quit:
 					return
 				}
@@ -171,10 +192,12 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		}()
 	}
 	r.cc, err = c.Consume(func(m jetstream.Msg) {
+		d := r.claim(m)
 		select {
-		case r.work <- m:
+		case r.work <- d:
 		case <-r.quit:
 			// Not handled: redelivered after AckWait, to this or another instance.
+			r.release(d)
 		}
 	}, jetstream.PullMaxMessages(max(2*cfg.Workers, ahead)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) {

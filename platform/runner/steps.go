@@ -11,7 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/backoff"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/platform/logging"
 	"github.com/prsaga/prsaga/platform/store"
 )
@@ -59,8 +61,8 @@ func (r *Runner) run(ctx context.Context, u *unit, waiting []*unit) bool {
 		u.commit, err = r.cfg.Handle(u.ctx, u.env, u.log)
 		stop()
 	}
-	if err == nil && r.cfg.Fault != nil {
-		err = r.cfg.Fault(FaultAfterEffect, u.env)
+	if err == nil {
+		err = r.fault(FaultAfterEffect, u.env)
 	}
 	if err != nil {
 		r.retry(ctx, u.m, u.log, err)
@@ -122,11 +124,32 @@ func (r *Runner) exhausted(env contracts.Envelope) (Commit, error) {
 	return func(tx store.Tx) error { return tx.Emit(out) }, nil
 }
 
+// fault is a fault point of the runner: this consumer's named point in
+// package fault (PRSAGA_FAULTS), then Config.Fault. An error aborts
+// handling there.
+func (r *Runner) fault(point string, env contracts.Envelope) error {
+	name := r.afterEffect
+	if point == FaultAfterCommit {
+		name = r.afterCommit
+	}
+	if err := fault.Hit(name); err != nil {
+		return err
+	}
+	if r.cfg.Fault != nil {
+		return r.cfg.Fault(point, env)
+	}
+	return nil
+}
+
+// retry Naks m with the backoff of its delivery number, jittered (so that
+// messages failing together come back spread out); a configured delay is
+// never exceeded.
 func (r *Runner) retry(ctx context.Context, m jetstream.Msg, log *slog.Logger, err error) {
 	delay := r.cfg.Backoff[len(r.cfg.Backoff)-1]
-	if md, merr := m.Metadata(); merr == nil && int(md.NumDelivered) <= len(r.cfg.Backoff) {
+	if md, merr := m.Metadata(); merr == nil && md.NumDelivered >= 1 && int(md.NumDelivered) <= len(r.cfg.Backoff) {
 		delay = r.cfg.Backoff[md.NumDelivered-1]
 	}
+	delay = backoff.Jitter(delay)
 	log.WarnContext(ctx, "handling failed; will retry", "err", err, "retry_in", delay.String())
 	if nerr := m.NakWithDelay(delay); nerr != nil {
 		log.WarnContext(ctx, "nak failed; redelivery after ack wait", "err", nerr)

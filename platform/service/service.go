@@ -41,7 +41,9 @@ type Spec struct {
 type Options struct {
 	Backoff []time.Duration
 	Workers int
-	Fault   func(point string, env contracts.Envelope) error
+	// Fault is every runner's Config.Fault (tests); the named points of
+	// package fault work without it.
+	Fault func(point string, env contracts.Envelope) error
 	// RelayPoll is the relay's safety-net poll interval.
 	RelayPoll time.Duration
 	// Telemetry, when set, observes every consumer and relay: spans and

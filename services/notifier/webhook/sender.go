@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/prsaga/prsaga/platform/backoff"
+	"github.com/prsaga/prsaga/platform/fault"
 )
 
 // Defaults of Config.
@@ -50,7 +53,8 @@ type Config struct {
 	Client *http.Client
 	// MaxAttempts bounds the requests of one Send; 0 means DefaultMaxAttempts.
 	MaxAttempts int
-	// Backoff[i] is the wait after attempt i+1 fails; the last entry repeats.
+	// Backoff[i] is the wait after attempt i+1 fails, jittered down by up to
+	// backoff.Spread (never longer); the last entry repeats.
 	// Empty means DefaultBackoff.
 	Backoff []time.Duration
 	// AllowPrivate lets the Sender connect to loopback, private, link-local
@@ -119,6 +123,7 @@ type Sender struct {
 
 // NewSender returns a Sender for cfg, with its defaults filled in.
 func NewSender(cfg Config) (*Sender, error) {
+	fault.Register(fault.MidDelivery)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -204,6 +209,16 @@ func (s *Sender) Send(ctx context.Context, rawURL, secret string, deliveryID str
 	sig := Sign([]byte(secret), body)
 	for attempts = 1; ; attempts++ {
 		retry, err := s.attempt(ctx, rawURL, sig, deliveryID, body)
+		if err == nil {
+			// The receiver has it; the notifier has not recorded it, and
+			// other watchers of the round may not have it yet. An exit
+			// here redelivers the whole round after a restart; an error
+			// is an answer lost on the way: the attempt is retried, with
+			// the same delivery id.
+			if ferr := fault.Hit(fault.MidDelivery); ferr != nil {
+				retry, err = true, ferr
+			}
+		}
 		switch {
 		case err == nil:
 			return attempts, nil
@@ -251,9 +266,11 @@ func (s *Sender) attempt(ctx context.Context, rawURL, sig, deliveryID string, bo
 	}
 }
 
-// wait sleeps the backoff after the given attempt, or until ctx ends.
+// wait sleeps the backoff after the given attempt, jittered (so that the
+// deliveries that failed together — one receiver down — come back spread
+// out) and never longer than configured (Budget holds), or until ctx ends.
 func (s *Sender) wait(ctx context.Context, attempt int) error {
-	d := s.backoff[min(attempt, len(s.backoff))-1]
+	d := backoff.Jitter(s.backoff[min(attempt, len(s.backoff))-1])
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

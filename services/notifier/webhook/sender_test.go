@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/platform/backoff"
 )
 
 const (
@@ -215,8 +217,9 @@ func TestSendBacksOff(t *testing.T) {
 		t.Fatalf("Send = %d, %v; want 2, nil", n, err)
 	}
 	reqs := rc.requests()
-	if gap := reqs[1].at.Sub(reqs[0].at); gap < pause {
-		t.Errorf("second attempt came %s after the first, want at least the %s backoff", gap, pause)
+	// The backoff is jittered down by up to backoff.Spread, never up.
+	if gap, least := reqs[1].at.Sub(reqs[0].at), pause-time.Duration(float64(pause)*backoff.Spread); gap < least {
+		t.Errorf("second attempt came %s after the first, want at least %s (the %s backoff, jittered)", gap, least, pause)
 	}
 }
 

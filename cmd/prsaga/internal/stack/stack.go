@@ -188,6 +188,8 @@ func (s *Stack) connect(ctx context.Context, opts Options) error {
 		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey,
 		Replicas: cfg.StreamReplicas, MaxAge: cfg.StreamMaxAge, Duplicates: cfg.DedupeWindow,
 		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+		// A service may start before its NATS server: it waits for it.
+		WaitForServer: true,
 	}
 	if cfg.NATSURL == "" {
 		listen := cfg.NATSListen
@@ -213,7 +215,7 @@ func (s *Stack) connect(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.Bus = b
-	return b.EnsureStreams(ctx)
+	return b.Await(ctx, s.Log, "streams", b.EnsureStreams)
 }
 
 func (s *Stack) serveHTTP(opts Options, mux *http.ServeMux) error {
