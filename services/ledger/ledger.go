@@ -139,10 +139,39 @@ type Stats struct {
 	States map[contracts.State]int `json:"states"` // every state, zero included
 	Total  int                     `json:"total"`
 	// Steps holds, per in-flight state, the durations of finished visits:
-	// from the transition into the state to the next transition of the PR.
+	// from the transition into the state to the next transition of the PR,
+	// both within Window.
 	Steps map[contracts.State]StepStats `json:"steps"`
+	// Window is the part of the history Steps summarises.
+	Window StepWindow `json:"steps_window"`
 	// DLQMessages counts what stream PRSAGA_DLQ holds; nil when unknown.
 	DLQMessages *uint64 `json:"dlq_messages,omitempty"`
+}
+
+// StepWindow bounds the history that step durations are computed from:
+// the most recent transitions, at most Limit of them and none before
+// Since. Reading the whole history does not scale (a million sagas are
+// five million transitions); the bound keeps the read to an index range.
+type StepWindow struct {
+	Since time.Time `json:"since"`
+	Limit int       `json:"max_transitions"`
+	// Transitions is how many transitions the window held when read; Limit
+	// of them means the count bound, not Since, cut the window short.
+	Transitions int `json:"transitions"`
+	// Oldest is the time of the oldest transition read (zero when none).
+	Oldest time.Time `json:"oldest,omitzero"`
+}
+
+// The step durations' window of the API and the dashboard: the last day,
+// at most the last 10,000 transitions (about 2,000 sagas).
+const (
+	StepWindowAge         = 24 * time.Hour
+	StepWindowTransitions = 10_000
+)
+
+// RecentSteps is the window of the API and the dashboard at now.
+func RecentSteps(now time.Time) StepWindow {
+	return StepWindow{Since: now.Add(-StepWindowAge).UTC(), Limit: StepWindowTransitions}
 }
 
 // StepStats summarises one step's durations (nearest-rank percentiles).

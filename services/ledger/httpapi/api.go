@@ -25,8 +25,9 @@ type Sagas interface {
 	Get(ctx context.Context, prID string) (ledger.Saga, error)
 	// Events lists the events recorded for a PR, oldest first.
 	Events(ctx context.Context, prID string) ([]ledger.Event, error)
-	// Stats counts sagas per state and summarises step durations.
-	Stats(ctx context.Context) (ledger.Stats, error)
+	// Stats counts sagas per state and summarises the step durations of a
+	// window of the history.
+	Stats(ctx context.Context, w ledger.StepWindow) (ledger.Stats, error)
 	// Run returns what the ledger recorded for one correlation id, or
 	// ledger.ErrNotFound.
 	Run(ctx context.Context, correlationID string) (ledger.Run, error)
@@ -184,9 +185,10 @@ func (a *API) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 // statsWithDLQ adds the dead-letter count when it can be had: stats
-// answer without it rather than fail.
+// answer without it rather than fail. Step durations cover the recent
+// history only (ledger.RecentSteps), as the answer's steps_window says.
 func (a *API) statsWithDLQ(ctx context.Context) (ledger.Stats, error) {
-	st, err := a.Sagas.Stats(ctx)
+	st, err := a.Sagas.Stats(ctx, ledger.RecentSteps(a.now()))
 	if err != nil || a.DLQ == nil {
 		return st, err
 	}

@@ -296,6 +296,25 @@ func TestStats(t *testing.T) {
 		st.States[contracts.StateValidating] != 1 || len(st.States) != len(contracts.States) {
 		t.Fatalf("stats = %+v", st)
 	}
+	// Step durations say which part of the history they cover: the last
+	// day, at most the last 10,000 transitions; here all eight of them
+	// (five of the merged saga, two of the failed one, one in flight).
+	w := st.Window
+	if !w.Since.Equal(now.Add(-ledger.StepWindowAge)) || w.Limit != ledger.StepWindowTransitions || w.Transitions != 8 || w.Oldest.IsZero() {
+		t.Errorf("steps_window = %+v, want since %v, limit %d, 8 transitions", w, now.Add(-ledger.StepWindowAge), ledger.StepWindowTransitions)
+	}
+	if got := st.Steps[contracts.StateValidating].Count; got != 2 {
+		t.Errorf("VALIDATING visits = %d, want 2 (the merged and the failed saga's)", got)
+	}
+	var raw struct {
+		Window map[string]any `json:"steps_window"`
+	}
+	f.getJSON("/api/v1/stats", http.StatusOK, &raw)
+	for _, k := range []string{"since", "max_transitions", "transitions", "oldest"} {
+		if _, ok := raw.Window[k]; !ok {
+			t.Errorf("steps_window lacks %q: %v", k, raw.Window)
+		}
+	}
 }
 
 // outbox returns the requested events the API committed.
@@ -529,6 +548,7 @@ func TestDashboard(t *testing.T) {
 		`href="/?state=MERGE_FAILED"`,
 		`MERGED (1)`,
 		`checks_failed: ci is red`,
+		`within the most recent 8 transitions`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("dashboard lacks %s", want)

@@ -79,6 +79,7 @@ type dashboardPage struct {
 	Sagas   []ledger.Saga
 	Next    string
 	Steps   []stepRow
+	Window  ledger.StepWindow
 	DLQ     *uint64
 }
 
@@ -102,7 +103,7 @@ func (a *API) dashboard(w http.ResponseWriter, r *http.Request) {
 	}
 	a.markStuck(page.Sagas)
 	p := dashboardPage{frame: a.frame(r, "Sagas", true), State: f.State, Repo: f.Repo, Stuck: f.Stuck,
-		States: contracts.States, Sagas: page.Sagas, DLQ: st.DLQMessages}
+		States: contracts.States, Sagas: page.Sagas, Window: st.Window, DLQ: st.DLQMessages}
 	stuck := ""
 	if f.Stuck {
 		stuck = "true"

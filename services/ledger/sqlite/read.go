@@ -16,7 +16,7 @@ const MaxEvents = 1000
 
 // Get returns the PR's saga with its transitions, or ledger.ErrNotFound.
 func (s *Store) Get(ctx context.Context, prID string) (ledger.Saga, error) {
-	r, err := scanSaga(s.db.Reader().QueryRowContext(ctx, `SELECT `+sagaColumns+` FROM pr_saga WHERE pr_id = ?`, prID))
+	r, err := scanSaga(s.db.QueryRowContext(ctx, `SELECT `+sagaColumns+` FROM pr_saga WHERE pr_id = ?`, prID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Saga{}, fmt.Errorf("%s: %w", prID, ledger.ErrNotFound)
 	}
@@ -25,7 +25,7 @@ func (s *Store) Get(ctx context.Context, prID string) (ledger.Saga, error) {
 	}
 	saga := ledger.SagaOf(r)
 	saga.TargetBranch = s.targetBranch(ctx, r.CorrelationID)
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT seq, correlation_id, from_state, to_state, reason,
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, correlation_id, from_state, to_state, reason,
 		event_id, inferred, actor, at FROM saga_transition WHERE pr_id = ? ORDER BY seq`, prID)
 	if err != nil {
 		return ledger.Saga{}, fmt.Errorf("read transitions of %s: %w", prID, err)
@@ -57,7 +57,7 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 		return ledger.Page{}, err
 	}
 	q, args := listQuery(f)
-	rows, err := s.db.Reader().QueryContext(ctx, q, args...)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return ledger.Page{}, fmt.Errorf("list sagas: %w", err)
 	}
@@ -123,7 +123,7 @@ func listQuery(f ledger.Filter) (string, []any) {
 // Events lists the events recorded for a PR, oldest first (at most
 // MaxEvents). An unknown PR has none.
 func (s *Store) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason,
+	rows, err := s.db.QueryContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason,
 		received_at, event FROM saga_event WHERE pr_id = ? ORDER BY received_at, event_id LIMIT ?`, prID, MaxEvents)
 	if err != nil {
 		return nil, fmt.Errorf("list events of %s: %w", prID, err)

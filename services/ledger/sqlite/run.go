@@ -12,7 +12,7 @@ import (
 // (every saga payload carries the request); "" when unknown.
 func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
 	var raw string
-	if err := s.db.Reader().QueryRowContext(ctx, `SELECT event FROM saga_event WHERE correlation_id = ? LIMIT 1`,
+	if err := s.db.QueryRowContext(ctx, `SELECT event FROM saga_event WHERE correlation_id = ? LIMIT 1`,
 		correlationID).Scan(&raw); err != nil {
 		return ""
 	}
@@ -31,7 +31,7 @@ func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
 // every PR that carried it; in practice one) and its events, oldest first.
 func (s *Store) Run(ctx context.Context, correlationID string) (ledger.Run, error) {
 	run := ledger.Run{CorrelationID: correlationID, Transitions: []ledger.Transition{}, Events: []ledger.Event{}}
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT pr_id, seq, correlation_id, from_state, to_state, reason,
+	rows, err := s.db.QueryContext(ctx, `SELECT pr_id, seq, correlation_id, from_state, to_state, reason,
 		event_id, inferred, actor, at FROM saga_transition WHERE correlation_id = ? ORDER BY at, seq LIMIT ?`, correlationID, MaxEvents)
 	if err != nil {
 		return ledger.Run{}, fmt.Errorf("read run %s: %w", correlationID, err)
@@ -51,7 +51,7 @@ func (s *Store) Run(ctx context.Context, correlationID string) (ledger.Run, erro
 	if err := rows.Err(); err != nil {
 		return ledger.Run{}, fmt.Errorf("read run %s: %w", correlationID, err)
 	}
-	erows, err := s.db.Reader().QueryContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason,
+	erows, err := s.db.QueryContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason,
 		received_at, event FROM saga_event WHERE correlation_id = ? ORDER BY received_at, event_id LIMIT ?`, correlationID, MaxEvents)
 	if err != nil {
 		return ledger.Run{}, fmt.Errorf("read events of run %s: %w", correlationID, err)

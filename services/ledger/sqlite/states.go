@@ -9,11 +9,17 @@ import (
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
+// stateCountsQuery reads the counts the triggers keep (saga_state_count)
+// and each state's oldest updated_at, one seek of idx_saga_state (state,
+// updated_at) per state: a handful of rows however many sagas there are.
+const stateCountsQuery = `SELECT state, sagas,
+	(SELECT min(updated_at) FROM pr_saga WHERE pr_saga.state = saga_state_count.state)
+	FROM saga_state_count WHERE sagas > 0`
+
 // StateCounts counts sagas per state with the oldest updated_at of each,
-// for the in-flight gauges. One pass over idx_saga_state(state,
-// updated_at), which covers the query: the table itself is not read.
+// for the in-flight gauges and stats.
 func (s *Store) StateCounts(ctx context.Context) (map[contracts.State]ledger.StateCount, error) {
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT state, count(*), min(updated_at) FROM pr_saga GROUP BY state`)
+	rows, err := s.db.QueryContext(ctx, stateCountsQuery)
 	if err != nil {
 		return nil, fmt.Errorf("saga state counts: %w", err)
 	}

@@ -2,11 +2,14 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/prsaga/prsaga/contracts"
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/store"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
@@ -37,7 +40,7 @@ func TestStateCountsCountsAndFindsTheOldest(t *testing.T) {
 		}
 	}
 	var plan strings.Builder
-	r, err := db.Reader().Query(`EXPLAIN QUERY PLAN SELECT state, count(*), min(updated_at) FROM pr_saga GROUP BY state`)
+	r, err := db.Reader().Query(`EXPLAIN QUERY PLAN ` + ledgersqlite.StateCountsQuery)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,76 @@ func TestStateCountsCountsAndFindsTheOldest(t *testing.T) {
 		}
 		plan.WriteString(detail + "; ")
 	}
-	if p := plan.String(); !strings.Contains(p, "COVERING INDEX idx_saga_state") {
-		t.Errorf("plan %q, want the covering index idx_saga_state", p)
+	// The counts come from saga_state_count; pr_saga is only sought, once
+	// per state, never scanned.
+	if p := plan.String(); !strings.Contains(p, "SEARCH pr_saga USING COVERING INDEX idx_saga_state (state=?)") ||
+		strings.Contains(p, "SCAN pr_saga") {
+		t.Errorf("plan %q, want one seek of idx_saga_state per state", p)
 	}
+}
+
+// The triggers keep saga_state_count equal to a count of pr_saga through
+// inserts, state changes, other updates, deletes and a rolled-back write.
+func TestStateCountsFollowEveryWrite(t *testing.T) {
+	db := sqlitetest.Open(t, ledgersqlite.Migrations)
+	s := ledgersqlite.NewStore(db)
+	seed(t, s)
+	check := func(when string) {
+		t.Helper()
+		got, err := s.StateCounts(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.Reader().Query(`SELECT state, count(*) FROM pr_saga GROUP BY state`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		want := map[contracts.State]int{}
+		for rows.Next() {
+			var st string
+			var n int
+			if err := rows.Scan(&st, &n); err != nil {
+				t.Fatal(err)
+			}
+			want[contracts.State(st)] = n
+		}
+		for st := range got {
+			if _, ok := want[st]; !ok {
+				t.Errorf("%s: counted %+v, but pr_saga has none", when, got[st])
+			}
+		}
+		for st, n := range want {
+			if got[st].Sagas != n {
+				t.Errorf("%s: %s counted %d, pr_saga has %d", when, st, got[st].Sagas, n)
+			}
+		}
+	}
+	check("seeded")
+	exec := func(q string) {
+		t.Helper()
+		err := db.Update(context.Background(), func(tx store.Tx) error {
+			_, err := tx.(*psqlite.Tx).ExecContext(context.Background(), q)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`UPDATE pr_saga SET state = 'MERGING' WHERE state = 'VALIDATING' AND pr_id LIKE '%1'`)
+	check("after moving some VALIDATING sagas")
+	exec(`UPDATE pr_saga SET last_error = 'x', state = state`)
+	check("after an update that keeps the state")
+	exec(`DELETE FROM pr_saga WHERE state = 'VALIDATING'`)
+	check("after a delete")
+	err := db.Update(context.Background(), func(tx store.Tx) error {
+		if _, err := tx.(*psqlite.Tx).ExecContext(context.Background(), `UPDATE pr_saga SET state = 'INDEXING'`); err != nil {
+			return err
+		}
+		return errors.New("roll back")
+	})
+	if err == nil {
+		t.Fatal("the failing transaction committed")
+	}
+	check("after a rolled-back update")
 }

@@ -2,75 +2,72 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
-// Stats counts sagas per state (from idx_saga_state, not the table) and
-// the durations of each step from saga_transition.
-func (s *Store) Stats(ctx context.Context) (ledger.Stats, error) {
+// Stats counts sagas per state (saga_state_count, kept by triggers) and
+// the durations of each step within the window w of the history: a few
+// rows and one index range, however long the history.
+func (s *Store) Stats(ctx context.Context, w ledger.StepWindow) (ledger.Stats, error) {
 	st := ledger.Stats{States: map[contracts.State]int{}}
 	for _, state := range contracts.States {
 		st.States[state] = 0
 	}
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT state, count(*) FROM pr_saga GROUP BY state`)
+	counts, err := s.StateCounts(ctx)
 	if err != nil {
 		return ledger.Stats{}, fmt.Errorf("saga stats: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var state string
-		var n int
-		if err := rows.Scan(&state, &n); err != nil {
-			return ledger.Stats{}, fmt.Errorf("saga stats: %w", err)
-		}
-		st.States[contracts.State(state)] += n
-		st.Total += n
+	for state, c := range counts {
+		st.States[state] += c.Sagas
+		st.Total += c.Sagas
 	}
-	if err := rows.Err(); err != nil {
-		return ledger.Stats{}, fmt.Errorf("saga stats: %w", err)
-	}
-	if st.Steps, err = s.stepDurations(ctx); err != nil {
+	rows, err := s.recentTransitions(ctx, w)
+	if err != nil {
 		return ledger.Stats{}, err
+	}
+	st.Steps = ledger.StepDurations(rows)
+	st.Window = w
+	st.Window.Transitions = len(rows)
+	for _, r := range rows {
+		if st.Window.Oldest.IsZero() || r.At.Before(st.Window.Oldest) {
+			st.Window.Oldest = r.At
+		}
 	}
 	return st, nil
 }
 
-// stepDurations measures every finished visit of a step: from the
-// transition into it to the PR's next transition. A visit entered by an
-// inferred transition is left out (its start was not seen). This reads the
-// whole history: fine for the ledger's sizes; a busy installation would
-// keep a rolling window instead.
-func (s *Store) stepDurations(ctx context.Context) (map[contracts.State]ledger.StepStats, error) {
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT to_state, inferred, at,
-		lead(at) OVER (PARTITION BY pr_id ORDER BY seq) FROM saga_transition`)
+// recentTransitionsQuery is the window of the history, newest first: one
+// backwards range of idx_transition_at, which covers it. Ties on at are
+// broken by the PR's latest transition first, so a PR's transitions in the
+// window are always its last ones.
+const recentTransitionsQuery = `SELECT pr_id, seq, to_state, inferred, at FROM saga_transition
+	WHERE at >= ? ORDER BY at DESC, pr_id DESC, seq DESC LIMIT ?`
+
+func (s *Store) recentTransitions(ctx context.Context, w ledger.StepWindow) ([]ledger.StepRow, error) {
+	if w.Limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, recentTransitionsQuery, micros(w.Since), w.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("step durations: %w", err)
 	}
 	defer rows.Close()
-	ds := map[contracts.State][]time.Duration{}
+	out := make([]ledger.StepRow, 0, min(w.Limit, 1024))
 	for rows.Next() {
+		var r ledger.StepRow
 		var to string
-		var inferred bool
 		var at int64
-		var next sql.NullInt64
-		if err := rows.Scan(&to, &inferred, &at, &next); err != nil {
+		if err := rows.Scan(&r.PRID, &r.Seq, &to, &r.Inferred, &at); err != nil {
 			return nil, fmt.Errorf("step durations: %w", err)
 		}
-		if st := contracts.State(to); st.InFlight() && !inferred && next.Valid {
-			ds[st] = append(ds[st], time.Duration(next.Int64-at)*time.Microsecond)
-		}
+		r.To, r.At = contracts.State(to), fromMicros(at)
+		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("step durations: %w", err)
-	}
-	out := ledger.EmptySteps()
-	for st, d := range ds {
-		out[st] = ledger.StepStatsOf(d)
 	}
 	return out, nil
 }

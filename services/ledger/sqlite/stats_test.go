@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestStatsStepDurations(t *testing.T) {
 		add(pr, tr(contracts.StateValidating, 0, false), tr(contracts.StateMerging, i+1, false),
 			tr(contracts.StateNotifying, i+1001, true), tr(contracts.StateIndexing, i+1001, false))
 	}
-	st, err := s.Stats(context.Background())
+	st, err := s.Stats(context.Background(), ledger.StepWindow{Since: t0, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,5 +72,33 @@ func TestRunListsTransitionsAndEventsOfOneCorrelationID(t *testing.T) {
 	run, err := s.Run(context.Background(), "run-1")
 	if err != nil || run.PRID != "acme/r#1" || len(run.Transitions) != 1 || len(run.Events) != 1 || run.Events[0].EventID != "e1" {
 		t.Fatalf("run-1: %+v, %v", run, err)
+	}
+}
+
+// The step durations' window is one backwards range of idx_transition_at,
+// which covers it: neither saga_transition itself nor a sort, whatever
+// the size of the history.
+func TestStepWindowReadsOneIndexRange(t *testing.T) {
+	db := sqlitetest.Open(t, ledgersqlite.Migrations)
+	rows, err := db.Reader().Query("EXPLAIN QUERY PLAN "+ledgersqlite.RecentTransitionsQuery, t0.UnixMicro(), 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(detail + "; ")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := plan.String()
+	if !strings.Contains(p, "SEARCH saga_transition USING COVERING INDEX idx_transition_at (at>?)") || strings.Contains(p, "TEMP B-TREE") {
+		t.Errorf("plan %q, want one range of the covering index idx_transition_at and no sort", p)
 	}
 }

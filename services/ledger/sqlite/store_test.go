@@ -285,7 +285,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 func TestStatsCountsEveryState(t *testing.T) {
 	s := ledgersqlite.NewStore(sqlitetest.Open(t, ledgersqlite.Migrations))
 	rows := seed(t, s)
-	st, err := s.Stats(context.Background())
+	st, err := s.Stats(context.Background(), ledger.RecentSteps(time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,11 @@ import (
 // that the projection commits with the inbox and the outbox.
 type Tx struct {
 	tx *psqlite.Tx
+	// lastSeq is, per PR whose row Saga read, the number of its last
+	// transition, read with the row and kept up to date by AddTransitions:
+	// the projection then numbers new transitions without a query of its
+	// own. Valid for this transaction only (the Tx does not outlive it).
+	lastSeq map[string]int64
 }
 
 var _ ledger.Tx = (*Tx)(nil)
@@ -30,15 +35,27 @@ func Bind(tx *psqlite.Tx) *Tx { return &Tx{tx: tx} }
 const sagaColumns = `pr_id, repo, correlation_id, state, failed_step, last_error, timed_out,
 	attempts, merge_sha, merged, version, created_at, updated_at`
 
+// sagaWithLastSeqQuery reads a row and the number of the PR's last
+// transition (a seek on the primary key of saga_transition) in one
+// statement.
+const sagaWithLastSeqQuery = `SELECT ` + sagaColumns + `,
+	(SELECT coalesce(max(seq), 0) FROM saga_transition WHERE saga_transition.pr_id = pr_saga.pr_id)
+	FROM pr_saga WHERE pr_id = ?`
+
 // Saga reads the PR's row; Exists is false when there is none.
 func (t *Tx) Saga(prID string) (contracts.Row, error) {
-	r, err := scanSaga(t.tx.QueryRowContext(t.tx.Context(), `SELECT `+sagaColumns+` FROM pr_saga WHERE pr_id = ?`, prID))
+	var last int64
+	r, err := scanSaga(t.tx.QueryRowContext(t.tx.Context(), sagaWithLastSeqQuery, prID), &last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return contracts.Row{}, nil
 	}
 	if err != nil {
 		return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
 	}
+	if t.lastSeq == nil {
+		t.lastSeq = map[string]int64{}
+	}
+	t.lastSeq[prID] = last
 	return r, nil
 }
 
@@ -92,9 +109,11 @@ func (t *Tx) SaveSaga(prev, next contracts.Row) error {
 // AddTransitions numbers ts after the PR's last transition and inserts them.
 func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Transition, error) {
 	ctx := t.tx.Context()
-	var last int64
-	if err := t.tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM saga_transition WHERE pr_id = ?`, prID).Scan(&last); err != nil {
-		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
+	last, known := t.lastSeq[prID]
+	if !known {
+		if err := t.tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM saga_transition WHERE pr_id = ?`, prID).Scan(&last); err != nil {
+			return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
+		}
 	}
 	out := make([]ledger.Transition, len(ts))
 	for i, tr := range ts {
@@ -106,6 +125,9 @@ func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Trans
 			return nil, fmt.Errorf("insert transition %d of %s: %w", tr.Seq, prID, err)
 		}
 		out[i] = tr
+	}
+	if known {
+		t.lastSeq[prID] = last + int64(len(ts))
 	}
 	return out, nil
 }
@@ -133,12 +155,14 @@ func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanSaga(s scanner) (contracts.Row, error) {
+// scanSaga scans sagaColumns, then extra columns into extra.
+func scanSaga(s scanner, extra ...any) (contracts.Row, error) {
 	var r contracts.Row
 	var state, failed string
 	var created, updated int64
-	if err := s.Scan(&r.PRID, &r.Repo, &r.CorrelationID, &state, &failed, &r.LastError, &r.TimedOut,
-		&r.Attempts, &r.MergeSHA, &r.Merged, &r.Version, &created, &updated); err != nil {
+	dst := append([]any{&r.PRID, &r.Repo, &r.CorrelationID, &state, &failed, &r.LastError, &r.TimedOut,
+		&r.Attempts, &r.MergeSHA, &r.Merged, &r.Version, &created, &updated}, extra...)
+	if err := s.Scan(dst...); err != nil {
 		return contracts.Row{}, err
 	}
 	r.Exists = true

@@ -20,7 +20,7 @@ var (
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
-	if err := s.db.Reader().QueryRowContext(ctx, `SELECT 1 FROM pr_saga LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM pr_saga LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("ping ledger store: %w", err)
 	}
 	return nil
@@ -41,7 +41,7 @@ func (s *Store) Stuck(ctx context.Context, cutoffs map[contracts.State]time.Time
 		if !ok {
 			continue
 		}
-		rows, err := s.db.Reader().QueryContext(ctx, stuckQuery, string(st), micros(cut), limit)
+		rows, err := s.db.QueryContext(ctx, stuckQuery, string(st), micros(cut), limit)
 		if err != nil {
 			return nil, fmt.Errorf("read stuck sagas: %w", err)
 		}
@@ -83,7 +83,7 @@ func compareStrings(a, b string) int {
 
 // LatestEvent returns the run's most recently received event of a type.
 func (s *Store) LatestEvent(ctx context.Context, correlationID, eventType string) (ledger.Event, bool, error) {
-	return latestEvent(ctx, s.db.Reader(), correlationID, eventType)
+	return latestEvent(ctx, s.db, correlationID, eventType)
 }
 
 // LastTransition returns the PR's most recent transition.
@@ -91,7 +91,7 @@ func (s *Store) LastTransition(ctx context.Context, prID string) (ledger.Transit
 	var t ledger.Transition
 	var from, to string
 	var at int64
-	err := s.db.Reader().QueryRowContext(ctx, `SELECT seq, correlation_id, from_state, to_state, reason, event_id,
+	err := s.db.QueryRowContext(ctx, `SELECT seq, correlation_id, from_state, to_state, reason, event_id,
 		inferred, actor, at FROM saga_transition WHERE pr_id = ? ORDER BY seq DESC LIMIT 1`, prID).
 		Scan(&t.Seq, &t.CorrelationID, &from, &to, &t.Reason, &t.EventID, &t.Inferred, &t.Actor, &at)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -108,7 +108,7 @@ func (s *Store) LastTransition(ctx context.Context, prID string) (ledger.Transit
 // the relay has published it.
 func (s *Store) OutboxStatus(ctx context.Context, eventID string) (held, sent bool, err error) {
 	var sentAt sql.NullInt64
-	err = s.db.Reader().QueryRowContext(ctx, `SELECT sent_at FROM outbox WHERE id = ?`, eventID).Scan(&sentAt)
+	err = s.db.QueryRowContext(ctx, `SELECT sent_at FROM outbox WHERE id = ?`, eventID).Scan(&sentAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, false, nil
 	}

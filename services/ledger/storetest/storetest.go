@@ -43,6 +43,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ListFiltersAndPages", func(t *testing.T) { testList(t, open) })
 	t.Run("StuckQuery", func(t *testing.T) { testStuck(t, open) })
 	t.Run("Stats", func(t *testing.T) { testStats(t, open) })
+	t.Run("StepWindow", func(t *testing.T) { testStepWindow(t, open) })
 	t.Run("RetryAnswers", func(t *testing.T) { testRetryAnswers(t, open) })
 	t.Run("OutboxStatus", func(t *testing.T) { testOutboxStatus(t, open) })
 }
@@ -478,7 +479,8 @@ func testStats(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
 	s := open(t, pstoretest.NewClock(t0).Now).Store
 	rows := seed(t, s)
-	st, err := s.Stats(ctx)
+	win := ledger.StepWindow{Since: t0.Add(-time.Hour), Limit: 1000}
+	st, err := s.Stats(ctx, win)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +530,7 @@ func testStats(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 	}
-	st, err = s.Stats(ctx)
+	st, err = s.Stats(ctx, win)
 	if err != nil {
 		t.Fatal(err)
 	}

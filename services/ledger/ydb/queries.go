@@ -73,14 +73,24 @@ LIMIT $limit`
 	qOutboxStatus = `SELECT sent_at FROM outbox WHERE id = $id`
 
 	// Counts per state, with the oldest updated_at of each, from
-	// idx_saga_state (state, updated_at), which covers the query.
+	// idx_saga_state (state, updated_at), which covers the query. Unlike
+	// the SQLite adapter (saga_state_count, kept by triggers), this reads
+	// one index entry per saga: YDB has no triggers, and a counter row per
+	// state written by every projection would make concurrent ledger
+	// transactions abort each other on it.
 	qStateCounts = `SELECT state, COUNT(*) AS n, MIN(updated_at) AS oldest
 FROM pr_saga VIEW idx_saga_state
 GROUP BY state`
-	// The whole history in key order, for step durations (as the SQLite
-	// adapter: fine for the ledger's sizes; a busy installation would keep
-	// a rolling window).
-	qHistory = `SELECT pr_id, seq, to_state, inferred, at FROM saga_transition ORDER BY pr_id, seq`
+	// The window of the history step durations are computed from
+	// (ledger.StepWindow), newest first: one range of idx_transition_at
+	// (at, then the key pr_id, seq), which covers it. Ties on at put a
+	// PR's latest transition first, so a PR's transitions in the window
+	// are always its last ones.
+	qRecentTransitions = `SELECT pr_id, seq, to_state, inferred, at
+FROM saga_transition VIEW idx_transition_at
+WHERE at >= $since
+ORDER BY at DESC, pr_id DESC, seq DESC
+LIMIT $limit`
 )
 
 // The list, newest first (updated_at DESC, pr_id DESC), one statement per

@@ -228,8 +228,8 @@ func (s *Store) Run(ctx context.Context, correlationID string) (ledger.Run, erro
 }
 
 // Stats counts sagas per state (from idx_saga_state) and the durations of
-// each step from saga_transition.
-func (s *Store) Stats(ctx context.Context) (ledger.Stats, error) {
+// each step within the window w of the history (idx_transition_at).
+func (s *Store) Stats(ctx context.Context, w ledger.StepWindow) (ledger.Stats, error) {
 	st := ledger.Stats{States: map[contracts.State]int{}}
 	for _, state := range contracts.States {
 		st.States[state] = 0
@@ -242,42 +242,45 @@ func (s *Store) Stats(ctx context.Context) (ledger.Stats, error) {
 		st.States[state] += c.Sagas
 		st.Total += c.Sagas
 	}
-	if st.Steps, err = s.stepDurations(ctx); err != nil {
+	rows, err := s.recentTransitions(ctx, w)
+	if err != nil {
 		return ledger.Stats{}, err
+	}
+	st.Steps = ledger.StepDurations(rows)
+	st.Window = w
+	st.Window.Transitions = len(rows)
+	for _, r := range rows {
+		if st.Window.Oldest.IsZero() || r.At.Before(st.Window.Oldest) {
+			st.Window.Oldest = r.At
+		}
 	}
 	return st, nil
 }
 
-// stepDurations measures every finished visit of a step: from the
-// transition into it to the PR's next transition; a visit entered by an
-// inferred transition is left out. The history is read in key order
-// (pr_id, seq), so "the next transition" is the next row of the same PR.
-func (s *Store) stepDurations(ctx context.Context) (map[contracts.State]ledger.StepStats, error) {
-	ds := map[contracts.State][]time.Duration{}
-	var prevPR string
-	var prevTo contracts.State
-	var prevInferred, have bool
-	var prevAt time.Time
-	err := s.db.Query(ctx, qHistory, nil, func(row query.Row) error {
-		var pr, to string
-		var seq int64
-		var inferred bool
-		var at time.Time
-		if err := row.Scan(&pr, &seq, &to, &inferred, &at); err != nil {
+func (s *Store) recentTransitions(ctx context.Context, w ledger.StepWindow) ([]ledger.StepRow, error) {
+	if w.Limit <= 0 {
+		return nil, nil
+	}
+	// A Timestamp starts at the Unix epoch: an earlier Since means "no
+	// time bound".
+	since := w.Since
+	if epoch := time.Unix(0, 0); since.Before(epoch) {
+		since = epoch
+	}
+	var out []ledger.StepRow
+	p := ydbsdk.ParamsBuilder().Param("$since").Timestamp(since).Param("$limit").Uint64(uint64(w.Limit)).Build()
+	err := s.db.Query(ctx, qRecentTransitions, p, func(row query.Row) error {
+		var r ledger.StepRow
+		var to string
+		if err := row.Scan(&r.PRID, &r.Seq, &to, &r.Inferred, &r.At); err != nil {
 			return err
 		}
-		if have && pr == prevPR && prevTo.InFlight() && !prevInferred {
-			ds[prevTo] = append(ds[prevTo], at.Sub(prevAt))
-		}
-		prevPR, prevTo, prevInferred, prevAt, have = pr, contracts.State(to), inferred, at, true
+		r.To, r.At = contracts.State(to), r.At.UTC()
+		out = append(out, r)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("step durations: %w", err)
-	}
-	out := ledger.EmptySteps()
-	for st, d := range ds {
-		out[st] = ledger.StepStatsOf(d)
 	}
 	return out, nil
 }
