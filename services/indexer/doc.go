@@ -2,7 +2,10 @@
 // it upserts the merged PR — title, repo, branches, author, merge sha,
 // merged-at, changed paths and the commit messages the merge brought in —
 // into the search index and answers indexed. Upserting by PR id makes a
-// redelivery or a replay harmless: one document per PR, always.
+// redelivery or a replay harmless: one document per PR, always. The
+// consumer hands it every event already delivered at once
+// (OnNotifiedBatch): one index write for all of them, each event still
+// answered on its own.
 //
 // An index that cannot be written is retried a few times inside the step
 // (reopening the index between tries), then answered with

@@ -77,7 +77,9 @@ func open(dir string, lockTimeout time.Duration) (bleve.Index, error) {
 func openOrCreate(dir string, lockTimeout time.Duration) (bleve.Index, error) {
 	// bleve reads its config maps, and adds to the one given when creating:
 	// a fresh map per call.
-	config := func() map[string]any { return map[string]any{"bolt_timeout": lockTimeout.String()} }
+	config := func() map[string]any {
+		return map[string]any{"bolt_timeout": lockTimeout.String(), "scorchMergePlanOptions": mergePlan()}
+	}
 	// index_meta.json is what bleve writes first when it creates an index;
 	// a missing or empty dir (a fresh volume) has none.
 	_, err := os.Stat(filepath.Join(dir, "index_meta.json"))
@@ -233,4 +235,27 @@ func (x *Index) Upsert(ctx context.Context, docs ...Doc) error {
 		}
 		return nil
 	})
+}
+
+// mergePlan is scorch's merge policy: mergeplan.MergePlanOptions fields
+// over its defaults (tiers of 10 segments growing tenfold, 10 segments per
+// merge). Its default floor, 2,000 documents, counts every smaller segment
+// as 2,000: below 20,000 documents it then wants one segment per 2,000, so
+// each new segment — one per write, of one to 64 documents — is merged
+// into the big one, rewriting the whole index again and again (27–41% of
+// all CPU of a bench run). With a floor of 10 the tiers start at 10
+// documents: each document is rewritten about once per tier (log10 of the
+// index size over 10), and a search reads at most about 10 segments per
+// tier (about 20 for 4,000 documents). BenchmarkIndexBatch64 / Batch8:
+// a half to a third of the default's CPU per document; a floor of 100 did
+// as well at 64 documents per write and 10–30% worse at 2–8, the
+// indexer's usual batches in W2.
+//
+// The persister keeps its defaults: a write returns only once persisted
+// (no unsafe_batch: the index write is the step's side effect, done before
+// the commit, and a redelivery after a crash relies on it), so a persister
+// nap (PersisterNapTimeMSec) would only delay every answer; writes that
+// arrive while it persists are merged in memory into one file anyway.
+func mergePlan() map[string]any {
+	return map[string]any{"FloorSegmentSize": 10}
 }

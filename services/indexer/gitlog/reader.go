@@ -7,12 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/services/indexer"
@@ -29,14 +27,16 @@ const (
 	MaxWalk = 5000
 )
 
-// objectCache bounds go-git's object cache of one call (its default is
-// 96 MiB per repository).
-const objectCache = 4 * cache.MiByte
-
-// Reader reads the repositories under one directory. It holds no open
-// repository, so it is safe for concurrent use.
+// Reader reads the repositories under one directory. It keeps the
+// repositories it read open, and the commits it decoded, for the next calls
+// (see repos.go); it is safe for concurrent use.
 type Reader struct {
-	root string
+	root    string
+	commits *commits
+
+	mu    sync.Mutex // guards repos and clock
+	repos map[string]*repo
+	clock uint64
 }
 
 var _ indexer.History = (*Reader)(nil)
@@ -48,7 +48,7 @@ func New(reposDir string) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("repos dir %q: %w", reposDir, err)
 	}
-	return &Reader{root: abs}, nil
+	return &Reader{root: abs, commits: newCommits(commitBudget), repos: map[string]*repo{}}, nil
 }
 
 // Merged returns the messages of the commits merge commit mergeSHA brought
@@ -76,23 +76,39 @@ func (r *Reader) MergedSince(ctx context.Context, repo, mergeSHA, baseSHA string
 			return indexer.Merge{}, err
 		}
 	}
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCache))
-	defer st.Close()
-	tip, err := object.GetCommit(st, plumbing.NewHash(mergeSHA))
+	rp := r.open(dir)
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	// The tip is always read from the repository, never from the decoded
+	// commits: whether the repository holds it is part of the answer.
+	tip, err := rp.get(plumbing.NewHash(mergeSHA))
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return indexer.Merge{}, fmt.Errorf("commit %s of %s: %w", mergeSHA, repo, indexer.ErrNotFound)
 	}
 	if err != nil {
 		return indexer.Merge{}, fmt.Errorf("commit %s of %s: %w", mergeSHA, repo, err)
 	}
-	var bases []plumbing.Hash
+	r.commits.put(commitKey{dir, tip.Hash}, tip)
+	// Commits reachable from the tip are in the repository whenever the
+	// tip is: the walk (and the first parent) may come from the decoded
+	// commits. An explicit base is read from the repository, like the tip.
+	w := &walk{ctx: ctx, get: func(h plumbing.Hash) (*object.Commit, error) { return r.commit(rp, h) }, limit: MaxWalk}
+	var bases []*object.Commit
 	switch {
 	case baseSHA != "":
-		bases = []plumbing.Hash{plumbing.NewHash(baseSHA)}
+		w.read++
+		b, err := rp.get(plumbing.NewHash(baseSHA))
+		if err != nil {
+			return indexer.Merge{}, fmt.Errorf("history of %s in %s: base %s: %w", mergeSHA, repo, baseSHA, err)
+		}
+		bases = append(bases, b)
 	case len(tip.ParentHashes) > 0:
-		bases = tip.ParentHashes[:1]
+		b, err := w.commit(tip.ParentHashes[0])
+		if err != nil {
+			return indexer.Merge{}, fmt.Errorf("history of %s in %s: %w", mergeSHA, repo, err)
+		}
+		bases = append(bases, b)
 	}
-	w := &walk{ctx: ctx, st: st, limit: MaxWalk}
 	commits, truncated, err := w.only(tip, bases)
 	if err != nil {
 		return indexer.Merge{}, fmt.Errorf("history of %s in %s: %w", mergeSHA, repo, err)

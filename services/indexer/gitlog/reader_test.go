@@ -179,3 +179,55 @@ func TestMergedRefusals(t *testing.T) {
 		t.Errorf("Merged under a missing repos dir = %v, want ErrNotFound", err)
 	}
 }
+
+// One Reader keeps the repository open and the commits it decoded between
+// calls: what another process writes meanwhile — new commits in a new pack,
+// a repack that deletes the packs it had loaded — is still read right, and
+// the answers equal a fresh Reader's.
+func TestMergedSeesLaterWrites(t *testing.T) {
+	root := t.TempDir()
+	repo := gittest.NewBare(t, root, "acme/widgets", history()...)
+	r := newReader(t, root)
+	first, err := r.Merged(t.Context(), "acme/widgets", repo.SHA["merge"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Messages) != 3 {
+		t.Fatalf("messages = %q; want the merge and its two branch commits", first.Messages)
+	}
+
+	repo.Add(
+		gittest.Commit{Name: "feat3", Branch: "feature/docs", Parents: []string{"base2"}, Message: "Document the refresh", At: at(70)},
+		gittest.Commit{Name: "base4", Branch: "main", Parents: []string{"merge"}, Message: "Bump again", At: at(80)},
+		gittest.Commit{Name: "merge2", Branch: "main", Parents: []string{"base4", "feat3"}, Message: "Merge pull request #43", At: at(90)},
+	)
+	want := []string{"Merge pull request #43", "Document the refresh"}
+	check := func(when string, r *gitlog.Reader) {
+		t.Helper()
+		m, err := r.Merged(t.Context(), "acme/widgets", repo.SHA["merge2"])
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if !slices.Equal(m.Messages, want) || !m.CommittedAt.Equal(at(90)) {
+			t.Errorf("%s: messages = %q at %s; want %q at %s", when, m.Messages, m.CommittedAt, want, at(90))
+		}
+		again, err := r.Merged(t.Context(), "acme/widgets", repo.SHA["merge"])
+		if err != nil || !slices.Equal(again.Messages, first.Messages) {
+			t.Errorf("%s: the first merge reads %q, %v; want %q as before", when, again.Messages, err, first.Messages)
+		}
+	}
+	check("after new commits", r)
+	repo.Repack()
+	check("after a repack", r)
+	check("fresh reader", newReader(t, root))
+
+	// The merge commit is looked up in the repository every time, never
+	// taken from what the reader remembers.
+	if err := os.RemoveAll(repo.Dir); err != nil {
+		t.Fatal(err)
+	}
+	gittest.NewBare(t, root, "acme/widgets", gittest.Commit{Name: "other", Branch: "main", Message: "a new repository", At: at(0)})
+	if _, err := r.Merged(t.Context(), "acme/widgets", repo.SHA["merge2"]); !errors.Is(err, indexer.ErrNotFound) {
+		t.Errorf("Merged of a commit the recreated repository lacks = %v; want ErrNotFound", err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // Flags a commit carries in a walk: reached from the tip, from a base.
@@ -27,7 +26,7 @@ const slop = 5
 // fork point, not the whole history.
 type walk struct {
 	ctx   context.Context
-	st    storer.EncodedObjectStorer
+	get   func(plumbing.Hash) (*object.Commit, error)
 	limit int // commits read at most
 
 	flags map[plumbing.Hash]uint8
@@ -38,15 +37,11 @@ type walk struct {
 // only returns the commits reachable from tip and not from any of bases,
 // newest first. truncated reports that the walk hit its limit (the result
 // may then lack commits, or hold some a longer walk would exclude).
-func (w *walk) only(tip *object.Commit, bases []plumbing.Hash) (commits []*object.Commit, truncated bool, err error) {
+func (w *walk) only(tip *object.Commit, bases []*object.Commit) (commits []*object.Commit, truncated bool, err error) {
 	w.flags = map[plumbing.Hash]uint8{}
 	w.push(tip, fromTip)
 	for _, b := range bases {
-		c, err := w.commit(b)
-		if err != nil {
-			return nil, false, err
-		}
-		w.push(c, fromBase)
+		w.push(b, fromBase)
 	}
 	var order []*object.Commit
 	left := slop
@@ -94,7 +89,7 @@ func (w *walk) only(tip *object.Commit, bases []plumbing.Hash) (commits []*objec
 
 func (w *walk) commit(h plumbing.Hash) (*object.Commit, error) {
 	w.read++
-	return object.GetCommit(w.st, h)
+	return w.get(h)
 }
 
 func (w *walk) push(c *object.Commit, f uint8) {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -39,7 +40,9 @@ func FuzzSearch(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = srv.Close() })
-	handle := srv.Spec().Consumers[0].Handle
+	handle := srv.Spec().Consumers[0].HandleBatch
+	var envs []contracts.Envelope
+	var logs []*slog.Logger
 	for i, title := range []string{"Add login", `<script>alert("x")</script> & <b>bold</b>`, "Fix token refresh"} {
 		repo := []string{"acme/widgets", "acme/widgets", "other/repo"}[i]
 		req := contracts.Request{PRID: contracts.PRID(repo, i+1), Repo: repo, PRNumber: i + 1, SourceBranch: "pr", TargetBranch: "main",
@@ -54,9 +57,10 @@ func FuzzSearch(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		if _, err := handle(context.Background(), env, slog.New(slog.DiscardHandler)); err != nil {
-			f.Fatalf("index seed PR: %v", err)
-		}
+		envs, logs = append(envs, env), append(logs, slog.New(slog.DiscardHandler))
+	}
+	if _, errs := handle(context.Background(), envs, logs); errors.Join(errs...) != nil {
+		f.Fatalf("index seed PRs: %v", errors.Join(errs...))
 	}
 	mux := http.NewServeMux()
 	srv.Routes(mux)

@@ -106,15 +106,20 @@ func (s *Server) Close() error { return s.idx.Close() }
 func (s *Server) Ready() error { return s.idx.Ready() }
 
 // Spec is the indexer's consumer: a step consumer of notified events (it
-// gives up after MaxDeliver with retries_exhausted at INDEXING).
+// gives up after MaxDeliver with retries_exhausted at INDEXING), handling
+// every event already delivered in one call and one index write. One
+// worker: the index has one writer anyway (bleve serialises writes), and
+// what arrives while it writes makes the next batch bigger instead of a
+// second, smaller write beside it.
 func (s *Server) Spec() service.Spec {
 	return service.Spec{
 		Name: contracts.ServiceIndexer,
 		DB:   s.db,
 		Consumers: []service.Consumer{{
-			Spec:   bus.ConsumerSpec{Durable: contracts.ConsumerIndexer, Subjects: []string{contracts.SubjectNotified}, GiveUp: true},
-			Step:   contracts.StateIndexing,
-			Handle: s.x.OnNotified,
+			Spec:        bus.ConsumerSpec{Durable: contracts.ConsumerIndexer, Subjects: []string{contracts.SubjectNotified}, GiveUp: true},
+			Step:        contracts.StateIndexing,
+			HandleBatch: s.x.OnNotifiedBatch,
+			Workers:     1,
 		}},
 	}
 }

@@ -105,6 +105,15 @@ func (r *Repo) Add(commits ...Commit) {
 	}
 }
 
+// Repack packs every object into one new pack and deletes the old packs
+// and loose objects, as `git gc` does: what a reader that loaded the old
+// pack indexes must survive.
+func (r *Repo) Repack() {
+	r.t.Helper()
+	r.git("", "--git-dir="+r.Dir, "repack", "-a", "-d", "-q")
+	r.git("", "--git-dir="+r.Dir, "prune-packed")
+}
+
 func (r *Repo) git(stdin string, args ...string) string {
 	r.t.Helper()
 	cmd := exec.Command("git", args...)

@@ -1,0 +1,198 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
+	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/service"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/services/indexer/internal/gittest"
+	"github.com/prsaga/prsaga/services/indexer/server"
+)
+
+// waitFor polls cond until it holds, failing the test after within.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("gave up after %v waiting for %s", within, what)
+		case <-tick.C:
+		}
+	}
+}
+
+// faults crashes the indexer at the runner's fault points: every event's
+// first handling after its index write (nothing committed: redelivered,
+// written again), and the first commit of one event before its ack
+// (redelivered, dropped by the inbox).
+type faults struct {
+	mu         sync.Mutex
+	n          map[string]int // point + event id → calls
+	crashAcked string         // the event whose first commit is not acked
+}
+
+func (f *faults) hook(point string, env contracts.Envelope) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := point + " " + env.Event.ID()
+	f.n[k]++
+	switch {
+	case point == runner.FaultAfterEffect && f.n[k] == 1:
+		return errors.New("crash after the index write")
+	case point == runner.FaultAfterCommit && env.Event.ID() == f.crashAcked && f.n[k] == 1:
+		return errors.New("crash after the commit")
+	}
+	return nil
+}
+
+func (f *faults) calls(point, id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n[point+" "+id]
+}
+
+// TestBatchSurvivesCrashes publishes N notified events before the indexer
+// starts, so that they are delivered together and handled in batches, and
+// crashes the indexer after every first index write and once after a
+// commit: in the end each event has exactly one indexed answer, and the
+// index one document per PR, searchable. Handling the whole batch once
+// more (a redelivery after a crash the inbox did not see) changes nothing.
+func TestBatchSurvivesCrashes(t *testing.T) {
+	const n = 24
+	repos := t.TempDir()
+	var commits []gittest.Commit
+	for i := range n {
+		commits = append(commits, gittest.Commit{Name: fmt.Sprintf("c%d", i), Branch: fmt.Sprintf("pr/%d", i),
+			Message: fmt.Sprintf("Add the quux%d module", i), At: at(i), Files: map[string]string{fmt.Sprintf("f_%d.txt", i): "x"}})
+	}
+	repo := gittest.NewBare(t, repos, "acme/widgets", commits...)
+
+	_, b := natstest.Start(t, bus.Config{AckWait: time.Second, MaxDeliver: 10})
+	db := sqlitetest.Open(t)
+	srv, err := server.New(server.Options{DB: db, IndexDir: filepath.Join(t.TempDir(), "index"), ReposDir: repos, LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	mux := http.NewServeMux()
+	srv.Routes(mux)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	h := &harness{t: t, bus: b, srv: srv, http: hs}
+	var events []*event.Event
+	for i := range n {
+		p := pr{"acme/widgets", i + 1, fmt.Sprintf("Change %d", i), "alice", contracts.StrategyFastForward, repo.SHA[fmt.Sprintf("c%d", i)], []string{fmt.Sprintf("f_%d.txt", i)}}
+		events = append(events, h.notified(p, fmt.Sprintf("run%d", i), 1))
+	}
+
+	f := &faults{n: map[string]int{}, crashAcked: events[n/2].ID()}
+	log := slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	run, err := service.Start(context.Background(), srv.Spec(), b, log, service.Options{
+		Backoff: []time.Duration{20 * time.Millisecond}, RelayPoll: 50 * time.Millisecond, Fault: f.hook,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(run.Stop)
+
+	ctx := t.Context()
+	cons, err := b.JS.Consumer(ctx, contracts.Stream, contracts.ConsumerIndexer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := b.JS.Stream(ctx, contracts.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := func() uint64 {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(contracts.SubjectIndexed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Subjects[contracts.SubjectIndexed]
+	}
+	waitFor(t, wait, "every event committed, acked and its answer published", func() bool {
+		for _, e := range events {
+			if f.calls(runner.FaultAfterCommit, e.ID()) == 0 {
+				return false
+			}
+		}
+		info, err := cons.Info(ctx)
+		if err != nil || info.NumAckPending != 0 || info.NumPending != 0 {
+			return false
+		}
+		unsent, err := db.Unsent(ctx, 1)
+		return err == nil && len(unsent) == 0
+	})
+	if got := answered(); got != n {
+		t.Errorf("%d indexed events for %d notified events, want one each", got, n)
+	}
+	for _, e := range events {
+		if c := f.calls(runner.FaultAfterEffect, e.ID()); c != 2 {
+			t.Errorf("event %s handled %d times, want twice (a crash, then the redelivery)", e.ID(), c)
+		}
+		if got := h.indexed(e); got.Documents != 1 || got.PRID != e.Subject() {
+			t.Errorf("answer to %s = %+v; want 1 document of %s", e.ID(), got, e.Subject())
+		}
+	}
+
+	checkDocs := func(when string) {
+		t.Helper()
+		if _, a := h.search(url.Values{"repo": {"acme/widgets"}, "limit": {"100"}}); a.Total != n {
+			t.Errorf("%s: the index holds %d documents of acme/widgets, want %d", when, a.Total, n)
+		}
+		for i, e := range events {
+			_, a := h.search(url.Values{"q": {fmt.Sprintf("quux%d", i)}})
+			if ids := hitIDs(a); !slices.Equal(ids, []string{e.Subject()}) {
+				t.Errorf("%s: search quux%d = %v; want only %s", when, i, ids, e.Subject())
+			}
+		}
+	}
+	checkDocs("after the crashes")
+
+	// The same batch handled again, as a redelivery would: the same
+	// documents, upserted.
+	envs := make([]contracts.Envelope, n)
+	logs := make([]*slog.Logger, n)
+	for i, e := range events {
+		if envs[i], err = contracts.Open(e); err != nil {
+			t.Fatal(err)
+		}
+		logs[i] = log
+	}
+	_, errs := srv.Spec().Consumers[0].HandleBatch(ctx, envs, logs)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	checkDocs("after handling the batch again")
+}
+
+func hitIDs(a answer) []string {
+	ids := []string{}
+	for _, x := range a.Hits {
+		ids = append(ids, x.PRID)
+	}
+	return ids
+}
