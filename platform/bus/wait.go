@@ -13,12 +13,19 @@ import (
 	"github.com/prsaga/prsaga/platform/backoff"
 )
 
+// errNotConnected is Await's own error for a connection still down; it is
+// Unavailable even if the connection comes up before that is asked.
+var errNotConnected = errors.New("not connected to NATS")
+
 // Unavailable reports whether err means JetStream cannot be reached yet —
 // the connection is down or still being made, or the server answers that
 // JetStream is not ready — rather than that the request is wrong.
 func (b *Bus) Unavailable(err error) bool {
 	if err == nil || b.NC.IsClosed() {
 		return false
+	}
+	if errors.Is(err, errNotConnected) {
+		return true
 	}
 	if !b.NC.IsConnected() {
 		return true // whatever failed, it is tried again once connected
@@ -50,7 +57,7 @@ func (b *Bus) Await(ctx context.Context, log *slog.Logger, what string, fn func(
 			err = fn(tctx)
 			cancel()
 		} else {
-			err = fmt.Errorf("not connected to NATS at %s", redactURL(b.cfg.URL))
+			err = fmt.Errorf("%w at %s", errNotConnected, redactURL(b.cfg.URL))
 		}
 		if err == nil || ctx.Err() != nil || !b.Unavailable(err) {
 			if err == nil && tries > 1 && log != nil {
