@@ -2,7 +2,8 @@
 MODULES := contracts platform services/validator services/merger services/notifier services/indexer services/ledger cmd/prsaga
 GO ?= go
 TEST_TIMEOUT ?= 20m
-# Time per fuzz target: short inside `make test`, longer with `make fuzz`.
+# Time per fuzz target: short inside `make test` (after the tests), longer
+# with `make fuzz`.
 FUZZTIME_SHORT ?= 3s
 FUZZTIME ?= 1m
 
@@ -11,6 +12,7 @@ FUZZTIME ?= 1m
 test: vet
 	@set -e; for m in $(MODULES); do echo "== go test -race $$m"; (cd $$m && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...); done
 	@[ -n "$$PRSAGA_TEST_YDB" ] || echo "storetest: YDB skipped: PRSAGA_TEST_YDB not set (the conformance suite ran on SQLite only)"
+	$(call run-fuzz,$(FUZZTIME_SHORT))
 
 # Every fuzz target (func FuzzX in a _test.go file) of every module, one at a
 # time (go test -fuzz runs one), for $(1) each. A failing input is written to
