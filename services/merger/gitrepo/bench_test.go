@@ -17,10 +17,16 @@ import (
 // with 5,000 commits of history: the PR forked 10 commits before main's
 // head, changes three files — one of them also changed on main since, so
 // its lines are merged — and adds one. Each iteration merges anew (the
-// branch is reset, the commit time differs): merge-base walk, already-merged
-// search, tree and line merge, objects written and fsynced, ref moved.
-// Only the merge-base walk reads the whole history (go-git's MergeBase);
-// everything else reads the PR's and the target's commits since the fork.
+// branch is reset, the commit time differs): merge bases, already-merged
+// search, tree and line merge, objects written, ref moved.
+//
+// merge and squash are a merger's steady state with PRSAGA_DURABILITY
+// process: the repository stays open, so its parsed objects and commit
+// graph are warm after the first iteration. merge-sync is the same with
+// PRSAGA_DURABILITY=sync (objects, the ref and their directories
+// fsynced). merge-cold is a merger's first merge into the repository (a
+// fresh Repos each iteration: the commit graph is built from the whole
+// history). merge-base-only is the merge bases alone, warm.
 //
 //	go test ./gitrepo -run '^$' -bench BenchmarkMerge -benchtime 20x
 //
@@ -36,26 +42,39 @@ func BenchmarkMerge(b *testing.B) {
 		built := time.Now()
 		main, feature := buildBenchRepo(b, root, files, history)
 		b.Logf("built %d files, %d commits in %s", files, history, time.Since(built).Round(time.Millisecond))
-		repos, err := NewRepos(root)
-		if err != nil {
-			b.Fatal(err)
+		open := func(opts Options) *Repo {
+			repos, err := NewReposWithOptions(root, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			repo, err := repos.Open(testRepo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return repo
 		}
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, strategy := range []string{StrategyMerge, StrategySquash} {
-			name := fmt.Sprintf("files=%d/history=%d/%s", files, history, strategy)
-			b.Run(name, func(b *testing.B) {
-				req := request("feature", "main", feature, strategy, 1)
+		repo, syncRepo := open(Options{}), open(Options{Sync: true})
+		for _, v := range []struct {
+			name     string
+			strategy string
+			repo     func() *Repo
+		}{
+			{"merge", StrategyMerge, func() *Repo { return repo }},
+			{"squash", StrategySquash, func() *Repo { return repo }},
+			{"merge-sync", StrategyMerge, func() *Repo { return syncRepo }},
+			{"merge-cold", StrategyMerge, func() *Repo { return open(Options{}) }},
+		} {
+			b.Run(fmt.Sprintf("files=%d/history=%d/%s", files, history, v.name), func(b *testing.B) {
+				req := request("feature", "main", feature, v.strategy, 1)
 				for i := 0; b.Loop(); i++ {
 					b.StopTimer()
-					if err := os.WriteFile(loosePath(repo.dir, "main"), []byte(main+"\n"), 0o666); err != nil {
+					r := v.repo()
+					if err := os.WriteFile(loosePath(r.dir, "main"), []byte(main+"\n"), 0o666); err != nil {
 						b.Fatal(err)
 					}
 					req.When = time.Date(2025, 6, 1, 0, 0, i, 0, time.UTC) // a new merge commit each time
 					b.StartTimer()
-					res, err := repo.Merge(req)
+					res, err := r.Merge(req)
 					if err != nil || res.AlreadyMerged {
 						b.Fatalf("Merge = %+v, %v", res, err)
 					}
@@ -73,7 +92,7 @@ func BenchmarkMerge(b *testing.B) {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				if _, err := mergeBases(mc, fc); err != nil {
+				if _, err := repo.mergeBases(mc, fc); err != nil {
 					b.Fatal(err)
 				}
 			}

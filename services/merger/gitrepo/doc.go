@@ -16,12 +16,16 @@
 // --write-tree <target> <head>` writes; the differential tests hold it to
 // that against the git command.
 //
-// New objects are written (and fsynced) before the branch moves, and the
-// branch is moved with git's own lockfile protocol (refs/heads/<b>.lock,
-// created exclusively, compared, fsynced, renamed over the ref), so a merge
-// cooperates with `git push` and other writers of the same repository: a
-// lost race is detected and the merge is recomputed on the new target head,
-// never applied over someone else's commit.
+// New objects are written before the branch moves (and fsynced first in
+// PRSAGA_DURABILITY=sync, Options.Sync), and the branch is moved under
+// git's own ref lock (refs/heads/<b>.lock, created exclusively; the new
+// value renamed over the ref while it is held), so a merge cooperates with
+// `git push` and other writers of the same repository: a lost race is
+// detected and the merge is recomputed on the new target head, never
+// applied over someone else's commit. The lock names the merger holding
+// it, so that a lock left by a killed merger is broken by the next merge
+// instead of blocking the branch (reflock.go); nobody else's lock is ever
+// broken.
 //
 // Merges are idempotent: before merging, and again after every lost race, a
 // merge looks for the PR's work already in the target (the PR head reachable

@@ -28,9 +28,10 @@ var (
 	// ErrTargetBusy: the target branch stayed locked by another writer, or
 	// kept moving, for the whole retry budget. Nothing was changed; trying
 	// again later is safe. When the lock stays, the error names the lock
-	// file: if no git process is running on the repository, a crash left it
-	// behind, and an operator must remove it (git itself refuses to write
-	// the branch until then, too).
+	// file and its holder. A lock left by a killed merger of this machine
+	// is broken by the next merge; any other lock left by a crash (git's,
+	// or a merger's of another machine or pid namespace) must be removed
+	// by an operator (git itself refuses to write the branch until then).
 	ErrTargetBusy = errors.New("target branch busy")
 )
 

@@ -19,17 +19,6 @@ const maxTrailerSearch = 10000
 // maxSquashWalk bounds the walk collecting the subjects of squashed commits.
 const maxSquashWalk = 10000
 
-// mergeBases returns the best common ancestors of a and b (`git merge-base
-// --all`): one for an ordinary history, several for a criss-cross, none for
-// unrelated histories.
-func mergeBases(a, b *object.Commit) ([]*object.Commit, error) {
-	bases, err := a.MergeBase(b)
-	if err != nil {
-		return nil, fmt.Errorf("merge base of %s and %s: %w", a.Hash, b.Hash, err)
-	}
-	return bases, nil
-}
-
 // walk visits the commits reachable from start breadth-first, each once,
 // not following the parents of a commit for which stop is true (the stop
 // commit itself is visited), and reads at most max commits. visit returns
@@ -65,7 +54,14 @@ func (r *Repo) walk(start plumbing.Hash, stop func(plumbing.Hash) bool, max int,
 // first. With no bases (PR head unknown, unrelated histories) the walk is
 // only bounded by maxTrailerSearch. Any commit with the trailer in the
 // target's history means the PR was merged: a PR is merged at most once.
+//
+// The in-memory graph's trailer index answers most searches without a
+// walk: a PR no commit of the target's history carries the trailer of is
+// not merged, whatever the bases.
 func (r *Repo) findTrailerCommit(target plumbing.Hash, bases []*object.Commit, prID string) (*object.Commit, error) {
+	if !r.trailerCandidates(target, prID) {
+		return nil, nil
+	}
 	isBase := map[plumbing.Hash]bool{}
 	for _, b := range bases {
 		isBase[b.Hash] = true

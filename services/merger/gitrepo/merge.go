@@ -58,11 +58,15 @@ func (r *Repo) Merge(req MergeRequest) (Result, error) {
 				return Result{}, fmt.Errorf("merge %s into %s: %w", req.PRID, req.TargetBranch, err)
 			}
 			if p.result.AlreadyMerged {
+				// A merger killed after moving the ref, before releasing
+				// its lock, left the lock: git writers would wait for the
+				// next merge into this branch to break it.
+				_, _ = r.breakDeadLock(loosePath(r.dir, req.TargetBranch) + ".lock")
 				return p.result, nil
 			}
 			call(r.hooks.beforeRefUpdate)
 		}
-		err := updateRef(r.dir, req.TargetBranch, p.old, p.new, r.hooks.refCrash)
+		err := r.updateRef(req.TargetBranch, p.old, p.new)
 		switch {
 		case err == nil:
 			return p.result, nil
@@ -105,7 +109,7 @@ func (r *Repo) plan(req MergeRequest) (*plan, error) {
 	}
 	var bases []*object.Commit
 	if head != nil {
-		if bases, err = mergeBases(target, head); err != nil {
+		if bases, err = r.mergeBases(target, head); err != nil {
 			return nil, err
 		}
 	}
@@ -210,6 +214,13 @@ func (r *Repo) planMerge(req MergeRequest, target, head *object.Commit, bases []
 	// Trees first, then the commit: never an object pointing at a missing one.
 	if err := r.writeObjects(append(trees, obj)...); err != nil {
 		return nil, err
+	}
+	// The merge is the target's next head: the next merge into the branch
+	// starts from it.
+	c.Hash = obj.Hash()
+	r.commits.put(c.Hash, c)
+	if r.ensureGraph(c.ParentHashes...) == nil {
+		r.graph.add(c)
 	}
 	changed, err := r.changedPaths(target.TreeHash, tree)
 	if err != nil {

@@ -100,3 +100,20 @@ func hasTrailer(msg, key, value string) bool {
 	}
 	return false
 }
+
+// trailerValues returns the values of every "<key>: <value>" line of the
+// message's last paragraph: hasTrailer(msg, key, v) holds exactly for the
+// values it returns.
+func trailerValues(msg, key string) []string {
+	msg = strings.TrimRight(strings.ReplaceAll(msg, "\r\n", "\n"), "\n ")
+	if i := strings.LastIndex(msg, "\n\n"); i >= 0 {
+		msg = msg[i+2:]
+	}
+	var values []string
+	for _, line := range strings.Split(msg, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, " \t"), key+": "); ok {
+			values = append(values, v)
+		}
+	}
+	return values
+}

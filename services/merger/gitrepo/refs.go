@@ -104,84 +104,104 @@ func readPackedRef(gitDir, name string) (plumbing.Hash, bool, error) {
 	return plumbing.ZeroHash, false, nil
 }
 
-// updateRef moves refs/heads/<branch> from old to new with git's lockfile
-// protocol:
+// updateRef moves refs/heads/<branch> from old to new under git's ref
+// lock:
 //
-//  1. create refs/heads/<branch>.lock with O_CREAT|O_EXCL — if it exists,
-//     another writer (git, or another merger) holds the ref: errRefLocked,
-//     and the lock is left alone;
+//  1. take refs/heads/<branch>.lock (reflock.go: created exclusively,
+//     holding this process's record) — if it exists, another writer (git,
+//     or another merger) holds the ref: errRefLocked, and the lock is left
+//     alone, unless it holds the record of a dead merger of this machine:
+//     then it is broken and taken once more;
 //  2. under the lock, re-read the ref (loose, else packed) and compare it
 //     with old — a mismatch is errRefChanged;
-//  3. write "<new>\n" to the lock file and fsync it;
-//  4. rename the lock file over the loose ref (atomic; a packed-only ref is
-//     thereby overridden, as git does) and fsync the directory.
+//  3. write "<new>\n" to a temporary file next to the refs (fsynced in
+//     sync mode);
+//  4. rename it over the loose ref (atomic; a packed-only ref is thereby
+//     overridden, as git does), release the lock, and in sync mode fsync
+//     the ref's directory.
 //
-// On every failure after step 1 the lock file is removed again. A crash
-// leaves the ref at its old value (before the rename) or its new one
-// (after), never empty or partly written — and, before the rename, leaves
-// the lock file behind, as git would: see staleLockError.
+// On every failure after step 1 the lock is released again. A crash leaves
+// the ref at its old value (before the rename) or its new one (after),
+// never empty or partly written; a lock it leaves behind names the dead
+// process, and the next merge breaks it.
 //
-// crash, if not nil, is a test seam called at the points a crash matters —
-// crashLockWritten and crashRenamed; an error from it ends updateRef there
-// as a crash would, without any clean-up.
-func updateRef(gitDir, branch string, old, new plumbing.Hash, crash func(point string) error) (err error) {
-	ref := loosePath(gitDir, branch)
-	lock := ref + ".lock"
+// r.hooks.refCrash, if not nil, is a test seam called at the points a
+// crash matters — crashLockWritten, crashRefMoved and crashRenamed; an
+// error from it ends updateRef there as a crash would, without clean-up.
+func (r *Repo) updateRef(branch string, old, new plumbing.Hash) (err error) {
+	ref := loosePath(r.dir, branch)
+	lockPath := ref + ".lock"
 	// A packed-only ref in a nested namespace may have no directory yet.
 	if err := os.MkdirAll(filepath.Dir(ref), 0o777); err != nil {
 		return fmt.Errorf("lock refs/heads/%s: %w", branch, err)
 	}
-	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-	if errors.Is(err, fs.ErrExist) {
-		return staleLockError(lock)
+	lock, err := r.acquireLock(lockPath)
+	if errors.Is(err, errRefLocked) {
+		broken, berr := r.breakDeadLock(lockPath)
+		if berr != nil && !errors.Is(berr, errLockRaced) {
+			return berr
+		}
+		if broken {
+			lock, err = r.acquireLock(lockPath)
+		}
+	}
+	if errors.Is(err, errRefLocked) {
+		return staleLockError(lockPath)
 	}
 	if err != nil {
 		return fmt.Errorf("lock refs/heads/%s: %w", branch, err)
 	}
-	locked := true
+	locked, tmp := true, ""
 	defer func() {
+		if tmp != "" {
+			_ = os.Remove(tmp)
+		}
 		if locked {
-			f.Close()
-			if rmErr := os.Remove(lock); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
-				err = errors.Join(err, fmt.Errorf("remove %s: %w", lock, rmErr))
-			}
+			err = errors.Join(err, lock.release())
 		}
 	}()
 
-	cur, err := readRef(gitDir, branch)
+	cur, err := readRef(r.dir, branch)
 	if err != nil {
 		return err
 	}
 	if cur != old {
 		return fmt.Errorf("refs/heads/%s is %s, expected %s: %w", branch, cur, old, errRefChanged)
 	}
-	if _, err := f.WriteString(new.String() + "\n"); err != nil {
-		return fmt.Errorf("write %s: %w", lock, err)
+	self, _ := me()
+	if tmp, err = writeTemp(filepath.Join(r.dir, workDir), "ref", self, []byte(new.String()+"\n")); err != nil {
+		return fmt.Errorf("write refs/heads/%s: %w", branch, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", lock, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", lock, err)
-	}
-	if err := crashAt(crash, crashLockWritten); err != nil {
-		locked = false // a crashed process cleans nothing up
+	if err := r.durable.fsyncFile(tmp); err != nil {
 		return err
 	}
-	if err := os.Rename(lock, ref); err != nil {
+	if err := crashAt(r.hooks.refCrash, crashLockWritten); err != nil {
+		locked, tmp = false, "" // a crashed process cleans nothing up
+		return err
+	}
+	if err := os.Rename(tmp, ref); err != nil {
 		return fmt.Errorf("commit refs/heads/%s: %w", branch, err)
 	}
-	locked = false // the lock file is now the ref
-	if err := crashAt(crash, crashRenamed); err != nil {
+	tmp = "" // it is the ref now
+	if err := crashAt(r.hooks.refCrash, crashRefMoved); err != nil {
+		locked = false
 		return err
 	}
-	return syncDir(filepath.Dir(ref))
+	locked = false
+	if err := lock.release(); err != nil {
+		return err
+	}
+	if err := crashAt(r.hooks.refCrash, crashRenamed); err != nil {
+		return err
+	}
+	return r.durable.fsyncDir(filepath.Dir(ref))
 }
 
 // Crash points of updateRef, for tests.
 const (
-	crashLockWritten = "lock-written" // lock file written and fsynced, not renamed
-	crashRenamed     = "renamed"      // renamed over the ref, directory not fsynced
+	crashLockWritten = "lock-written" // locked, new value written (fsynced in sync mode), not renamed
+	crashRefMoved    = "ref-moved"    // the ref moved, the lock not released yet
+	crashRenamed     = "renamed"      // the ref moved and the lock released, directory not fsynced
 )
 
 func crashAt(crash func(string) error, point string) error {
@@ -192,28 +212,18 @@ func crashAt(crash func(string) error, point string) error {
 }
 
 // staleLockError is errRefLocked for an existing lock file, saying what an
-// operator can do when it stays: a lock left by a crashed writer (git or a
-// merger) blocks the branch for every writer, git included, until removed.
+// operator can do when it stays: a lock left by a crashed writer that is
+// not a merger of this machine (git, a merger elsewhere) blocks the branch
+// for every writer, git included, until removed.
 func staleLockError(lock string) error {
 	age := "unknown age"
 	if fi, err := os.Stat(lock); err == nil {
 		age = time.Since(fi.ModTime()).Round(time.Second).String() + " old"
 	}
+	if who := describeLock(lock); who != "" {
+		age += ", " + who
+	}
 	return fmt.Errorf("%s exists (%s): %w; if no git process is writing this repository, it was left by a crash: remove the file", lock, age, errRefLocked)
-}
-
-// syncDir fsyncs a directory so that a rename or a new file in it survives
-// a crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // parseHash parses a full 40-hex sha.

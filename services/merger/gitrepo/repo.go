@@ -18,14 +18,21 @@ import (
 // Repo is one bare repository. Its methods are safe for concurrent use:
 // merges take turns on the repository's mutex, Head only reads ref files.
 type Repo struct {
-	name  string // "owner/name"
-	dir   string // the git directory
-	retry retryPolicy
-	hooks hooks
+	name    string // "owner/name"
+	dir     string // the git directory
+	retry   retryPolicy
+	hooks   hooks
+	durable durability
 
-	mu    sync.Mutex // guards st: go-git is not safe for concurrent use
+	mu    sync.Mutex // guards st and the caches: go-git is not safe for concurrent use
 	st    *filesystem.Storage
 	cache cache.Object // go-git's object cache, kept across merges
+	// Parsed objects and the commit graph, kept across merges (cache.go,
+	// graph.go).
+	commits *genCache[*object.Commit]
+	trees   *genCache[map[string]entry]
+	graph   *commitGraph
+	holder  *holderFile // this process's lock record (reflock.go)
 }
 
 // retryPolicy bounds how often, and how patiently, a merge retries when the
@@ -103,14 +110,33 @@ func (r *Repo) session() (end func()) {
 	}
 }
 
-// commit loads a commit object; errObjectMissing wrapped if it is not in the
-// repository.
+// commit loads a commit object, from the cache of parsed commits if it is
+// there; errObjectMissing wrapped if it is not in the repository. The
+// commit is not bound to a storage: go-git methods that load other
+// objects (Parents, Tree, MergeBase) must not be called on it.
 func (r *Repo) commit(h plumbing.Hash) (*object.Commit, error) {
-	c, err := object.GetCommit(r.st, h)
+	if c, ok := r.commits.get(h); ok {
+		return c, nil
+	}
+	c, err := r.readCommit(h)
+	if err != nil {
+		return nil, err
+	}
+	r.commits.put(h, c)
+	return c, nil
+}
+
+// readCommit reads and parses a commit object, bypassing the cache.
+func (r *Repo) readCommit(h plumbing.Hash) (*object.Commit, error) {
+	o, err := r.st.EncodedObject(plumbing.AnyObject, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, fmt.Errorf("commit %s: %w", h, errObjectMissing)
 	}
 	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", h, err)
+	}
+	c := &object.Commit{}
+	if err := c.Decode(o); err != nil {
 		return nil, fmt.Errorf("commit %s: %w", h, err)
 	}
 	return c, nil

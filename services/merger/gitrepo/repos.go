@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/config"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -28,7 +29,8 @@ import (
 // `git push`) may write the same repositories at the same time: refs are
 // moved with git's lockfile protocol and pack indexes are re-read per call.
 type Repos struct {
-	root string
+	root    string
+	durable durability
 
 	mu    sync.Mutex
 	repos map[string]*Repo
@@ -39,8 +41,14 @@ type Repos struct {
 const objectCacheSize = 16 * cache.MiByte
 
 // NewRepos returns the repositories under root, which must be an existing
-// directory.
+// directory, with the default Options (durability "process").
 func NewRepos(root string) (*Repos, error) {
+	return NewReposWithOptions(root, Options{})
+}
+
+// NewReposWithOptions returns the repositories under root, which must be
+// an existing directory.
+func NewReposWithOptions(root string, opts Options) (*Repos, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("repos dir %q: %w", root, err)
@@ -52,7 +60,7 @@ func NewRepos(root string) (*Repos, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("repos dir %q is not a directory", abs)
 	}
-	return &Repos{root: abs, repos: map[string]*Repo{}}, nil
+	return &Repos{root: abs, repos: map[string]*Repo{}, durable: durability{sync: opts.Sync, onFsync: opts.OnFsync}}, nil
 }
 
 // Open returns the bare repository "owner/name"; ErrInvalid for a malformed
@@ -118,7 +126,12 @@ func initBare(dir string) error {
 func (rs *Repos) newRepo(repo, dir string) *Repo {
 	c := cache.NewObjectLRU(objectCacheSize)
 	st := filesystem.NewStorage(osfs.New(dir), c)
-	return &Repo{name: repo, dir: dir, st: st, cache: c, retry: defaultRetry}
+	return &Repo{
+		name: repo, dir: dir, st: st, cache: c, retry: defaultRetry, durable: rs.durable,
+		commits: newGenCache(commitCacheSize, func(*object.Commit) int { return 1 }),
+		trees:   newGenCache(treeCacheSize, func(t map[string]entry) int { return len(t) + 1 }),
+		graph:   newCommitGraph(),
+	}
 }
 
 // path validates a repository id and maps it to its directory under the

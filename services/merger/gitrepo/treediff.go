@@ -28,11 +28,16 @@ func (e entry) isRegular() bool { return e.mode == filemode.Regular || e.mode ==
 func (e entry) dirOrAbsent() bool { return !e.present() || e.isDir() }
 
 // readTree returns a tree's entries by name; the zero hash is the empty tree.
+// The map is shared with the cache of parsed trees: callers must not
+// modify it.
 func (r *Repo) readTree(h plumbing.Hash) (map[string]entry, error) {
-	entries := map[string]entry{}
 	if h.IsZero() {
+		return map[string]entry{}, nil
+	}
+	if entries, ok := r.trees.get(h); ok {
 		return entries, nil
 	}
+	entries := map[string]entry{}
 	t, err := object.GetTree(r.st, h)
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", h, err)
@@ -43,6 +48,7 @@ func (r *Repo) readTree(h plumbing.Hash) (map[string]entry, error) {
 		}
 		entries[e.Name] = entry{mode: e.Mode, hash: e.Hash}
 	}
+	r.trees.put(h, entries)
 	return entries, nil
 }
 

@@ -197,6 +197,13 @@ func (m *treeMerge) encodeTree(entries []object.TreeEntry) (plumbing.Hash, error
 		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
 	}
 	m.objects = append(m.objects, obj)
+	// The result tree is read again right away (changed paths), and as a
+	// base of the next merge into the branch.
+	parsed := make(map[string]entry, len(entries))
+	for _, e := range entries {
+		parsed[e.Name] = entry{mode: e.Mode, hash: e.Hash}
+	}
+	m.r.trees.put(obj.Hash(), parsed)
 	return obj.Hash(), nil
 }
 

@@ -24,8 +24,13 @@ type Options struct {
 	Committer gitrepo.Signature
 	// AuthorDomain builds an author email from requested_by.
 	AuthorDomain string
-	Sync         bool // fsync objects and refs before the ref moves
-	Now          func() time.Time
+	// Sync is PRSAGA_DURABILITY=sync: objects and the ref's new value are
+	// fsynced before the ref moves (gitrepo.Options.Sync).
+	Sync bool
+	Now  func() time.Time
+
+	// onFsync observes the merger's fsyncs, for this package's tests.
+	onFsync func(path string)
 }
 
 // Server is the assembled merger.
@@ -45,7 +50,7 @@ func New(opts Options) (*Server, error) {
 	if opts.AuthorDomain == "" {
 		opts.AuthorDomain = "users.noreply.prsaga"
 	}
-	repos, err := gitrepo.NewRepos(opts.ReposDir)
+	repos, err := gitrepo.NewReposWithOptions(opts.ReposDir, gitrepo.Options{Sync: opts.Sync, OnFsync: opts.onFsync})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,250 @@
+package gitrepo
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// commitGraph is a repository's commit graph as far as merges have needed
+// it, kept in memory between merges: each commit's parents and generation
+// number (1 for a root, else 1 + the largest of its parents'), as git's
+// commit-graph file has them, plus an index of the Prsaga-PR trailers the
+// commits carry.
+//
+// Invariant: a commit is in the graph only with all its ancestors, so the
+// graph holds the whole history of every commit it holds, and the trailer
+// index covers that whole history. A commit enters the graph only once
+// all its parents are in; commits never change, so nothing in it ever goes
+// stale, whoever moves the branches (a forced push only leaves commits no
+// branch reaches, which cost memory, not correctness).
+type commitGraph struct {
+	nodes    map[plumbing.Hash]graphNode
+	trailers map[string][]plumbing.Hash // Prsaga-PR value → commits carrying it
+	// tooLarge: a history did not fit; the repository is served by the
+	// plain walks from then on, without trying again every merge.
+	tooLarge bool
+}
+
+type graphNode struct {
+	parents []plumbing.Hash
+	gen     uint32
+}
+
+// maxGraphNodes bounds a repository's graph (about 100 bytes a commit).
+// A history beyond it is served by the plain walks (fallbackMergeBases,
+// the bounded trailer walk), as before the graph existed.
+const maxGraphNodes = 250_000
+
+// errGraphTooLarge: the history does not fit in maxGraphNodes.
+var errGraphTooLarge = errors.New("history too large for the in-memory commit graph")
+
+func newCommitGraph() *commitGraph {
+	return &commitGraph{nodes: map[plumbing.Hash]graphNode{}, trailers: map[string][]plumbing.Hash{}}
+}
+
+// add puts a commit whose parents are all in the graph.
+func (g *commitGraph) add(c *object.Commit) {
+	var gen uint32
+	for _, p := range c.ParentHashes {
+		gen = max(gen, g.nodes[p].gen)
+	}
+	g.nodes[c.Hash] = graphNode{parents: c.ParentHashes, gen: gen + 1}
+	for _, v := range trailerValues(c.Message, TrailerPR) {
+		g.trailers[v] = append(g.trailers[v], c.Hash)
+	}
+}
+
+// ensureGraph puts the commits hs and their whole history into the graph
+// (reading only the commits not in it yet); on success all of them are
+// in. Callers hold r.mu.
+func (r *Repo) ensureGraph(hs ...plumbing.Hash) error {
+	g := r.graph
+	missing := false
+	for _, h := range hs {
+		if _, ok := g.nodes[h]; !ok {
+			missing = true
+		}
+	}
+	if !missing {
+		return nil
+	}
+	if g.tooLarge {
+		return errGraphTooLarge
+	}
+	if len(g.nodes) >= maxGraphNodes {
+		*g = *newCommitGraph() // start over from what merges need now
+	}
+	// Depth-first, a commit added once its parents are: pending holds the
+	// commits read whose parents are not all in yet.
+	pending := map[plumbing.Hash]*object.Commit{}
+	stack := append([]plumbing.Hash(nil), hs...)
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		if _, ok := g.nodes[top]; ok {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		c, ok := pending[top]
+		if !ok {
+			if len(g.nodes)+len(pending) >= maxGraphNodes {
+				*g = commitGraph{tooLarge: true}
+				return errGraphTooLarge
+			}
+			var err error
+			if c, err = r.readCommit(top); err != nil {
+				return err
+			}
+			pending[top] = c
+		}
+		ready := true
+		for _, p := range c.ParentHashes {
+			if _, in := g.nodes[p]; !in {
+				ready = false
+				stack = append(stack, p)
+			}
+		}
+		if ready {
+			g.add(c)
+			delete(pending, top)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return nil
+}
+
+// mergeBases returns the best common ancestors of a and b (`git merge-base
+// --all`): one for an ordinary history, several for a criss-cross, none
+// for unrelated histories.
+//
+// It is git's paint_down_to_common on the in-memory graph, walking in
+// decreasing generation order: a commit is taken only after every commit
+// of the walk that descends from it, so its marks (reached from a, from b,
+// below a common ancestor already found) are final when taken, and the
+// common ancestors found are exactly those below no other one — no
+// date heuristics, no clean-up pass. It reads the commits since the fork,
+// and only those not seen by an earlier merge.
+func (r *Repo) mergeBases(a, b *object.Commit) ([]*object.Commit, error) {
+	if err := r.ensureGraph(a.Hash, b.Hash); err != nil {
+		return r.fallbackMergeBases(a, b, err)
+	}
+	var found []plumbing.Hash
+	if a.Hash == b.Hash {
+		found = []plumbing.Hash{a.Hash}
+	} else {
+		found = r.graph.paintDownToCommon(a.Hash, b.Hash)
+	}
+	bases := make([]*object.Commit, 0, len(found))
+	for _, h := range found {
+		c, err := r.commit(h)
+		if err != nil {
+			return nil, err
+		}
+		bases = append(bases, c)
+	}
+	return bases, nil
+}
+
+// fallbackMergeBases is go-git's merge base, for histories beyond the
+// graph's bound. It reads the newer commit's whole history every time.
+func (r *Repo) fallbackMergeBases(a, b *object.Commit, why error) ([]*object.Commit, error) {
+	if !errors.Is(why, errGraphTooLarge) {
+		return nil, fmt.Errorf("merge base of %s and %s: %w", a.Hash, b.Hash, why)
+	}
+	// go-git's walk needs commits bound to the storage.
+	ga, err := object.GetCommit(r.st, a.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("merge base of %s and %s: %w", a.Hash, b.Hash, err)
+	}
+	gb, err := object.GetCommit(r.st, b.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("merge base of %s and %s: %w", a.Hash, b.Hash, err)
+	}
+	bases, err := ga.MergeBase(gb)
+	if err != nil {
+		return nil, fmt.Errorf("merge base of %s and %s: %w", a.Hash, b.Hash, err)
+	}
+	return bases, nil
+}
+
+// Marks of paintDownToCommon.
+const (
+	fromA uint8 = 1 << iota
+	fromB
+	belowCommon // below a common ancestor found: not a best one
+)
+
+// paintDownToCommon: a and b are different commits of the graph.
+func (g *commitGraph) paintDownToCommon(a, b plumbing.Hash) []plumbing.Hash {
+	marks := map[plumbing.Hash]uint8{a: fromA, b: fromB}
+	q := &genQueue{g: g}
+	heap.Push(q, a)
+	heap.Push(q, b)
+	live := 2 // queued commits not marked belowCommon
+	var found []plumbing.Hash
+	for live > 0 {
+		c := heap.Pop(q).(plumbing.Hash)
+		m := marks[c]
+		if m&belowCommon == 0 {
+			live--
+			if m&(fromA|fromB) == fromA|fromB {
+				found = append(found, c)
+				m |= belowCommon
+			}
+		}
+		for _, p := range g.nodes[c].parents {
+			old := marks[p]
+			now := old | m
+			if now == old {
+				continue
+			}
+			marks[p] = now
+			switch {
+			case old == 0: // not queued yet; its generation is below c's, so not taken yet either
+				heap.Push(q, p)
+				if now&belowCommon == 0 {
+					live++
+				}
+			case old&belowCommon == 0 && now&belowCommon != 0:
+				live--
+			}
+		}
+	}
+	return found
+}
+
+// genQueue is a max-heap of commits by generation, then hash.
+type genQueue struct {
+	g  *commitGraph
+	hs []plumbing.Hash
+}
+
+func (q *genQueue) Len() int { return len(q.hs) }
+func (q *genQueue) Less(i, j int) bool {
+	gi, gj := q.g.nodes[q.hs[i]].gen, q.g.nodes[q.hs[j]].gen
+	if gi != gj {
+		return gi > gj
+	}
+	return string(q.hs[i][:]) > string(q.hs[j][:])
+}
+func (q *genQueue) Swap(i, j int) { q.hs[i], q.hs[j] = q.hs[j], q.hs[i] }
+func (q *genQueue) Push(x any)    { q.hs = append(q.hs, x.(plumbing.Hash)) }
+func (q *genQueue) Pop() any {
+	h := q.hs[len(q.hs)-1]
+	q.hs = q.hs[:len(q.hs)-1]
+	return h
+}
+
+// trailerCandidates reports whether a commit reachable from target might
+// carry "Prsaga-PR: <prID>": false means certainly none does (target's
+// whole history is in the graph, and no commit of the graph carries it);
+// true means the exact walk must decide.
+func (r *Repo) trailerCandidates(target plumbing.Hash, prID string) bool {
+	if err := r.ensureGraph(target); err != nil {
+		return true
+	}
+	return len(r.graph.trailers[prID]) > 0
+}

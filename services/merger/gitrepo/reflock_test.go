@@ -1,0 +1,427 @@
+package gitrepo
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Dead ref locks: a merger killed while holding refs/heads/<b>.lock leaves
+// the lock behind; the next merge breaks it when, and only when, its record
+// names a dead process of this machine. The holders here are real
+// processes — this test binary run again as a helper — killed with
+// SIGKILL at exact points.
+
+// Environment of the helper process (TestLockHelperProcess).
+const (
+	envHelperRoot  = "GITREPO_LOCK_HELPER_ROOT"  // the repos dir
+	envHelperMode  = "GITREPO_LOCK_HELPER_MODE"  // "hold", or a crash point of updateRef
+	envHelperMerge = "GITREPO_LOCK_HELPER_MERGE" // source,head of the merge to run
+)
+
+// TestLockHelperProcess is not a test: run by startHelper in a child
+// process, it takes main's lock (mode "hold") or merges until a crash
+// point of updateRef, says "ready" on stdout and waits — for EOF on stdin
+// (it then releases the lock and exits) or for its SIGKILL.
+func TestLockHelperProcess(t *testing.T) {
+	root := os.Getenv(envHelperRoot)
+	if root == "" {
+		t.Skip("helper process only")
+	}
+	fail := func(err error) {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	repos, err := NewRepos(root)
+	if err != nil {
+		fail(err)
+	}
+	repo, err := repos.Open(testRepo)
+	if err != nil {
+		fail(err)
+	}
+	mode := os.Getenv(envHelperMode)
+	if mode == "hold" {
+		lock, err := repo.acquireLock(loosePath(repo.dir, "main") + ".lock")
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println("ready")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		if err := lock.release(); err != nil {
+			fail(err)
+		}
+		os.Exit(0)
+	}
+	repo.hooks.refCrash = func(point string) error {
+		if point == mode {
+			fmt.Println("ready")
+			_, _ = io.Copy(io.Discard, os.Stdin) // the parent kills us here
+			os.Exit(3)
+		}
+		return nil
+	}
+	source, head, _ := strings.Cut(os.Getenv(envHelperMerge), ",")
+	if _, err := repo.Merge(request(source, "main", head, StrategyMerge, 42)); err != nil {
+		fail(err)
+	}
+	fail(errors.New("merge finished without reaching " + mode))
+}
+
+// helper is a running helper process.
+type helper struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+// startHelper runs the helper in mode and waits until it is ready.
+func startHelper(t *testing.T, f *fixture, mode, merge string) *helper {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envHelperRoot+"="+f.root, envHelperMode+"="+mode, envHelperMerge+"="+merge)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &helper{cmd: cmd, stdin: stdin}
+	t.Cleanup(func() { h.kill(); _ = cmd.Wait() })
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		ready <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case line := <-ready:
+		if line != "ready" {
+			t.Fatalf("helper (%s): %q", mode, line)
+		}
+	case <-time.After(waitFor):
+		t.Fatalf("helper (%s) never got ready", mode)
+	}
+	return h
+}
+
+func (h *helper) kill() { _ = h.cmd.Process.Signal(syscall.SIGKILL) }
+
+// killAndReap SIGKILLs the helper and waits for it.
+func (h *helper) killAndReap(t *testing.T) {
+	t.Helper()
+	h.kill()
+	if err := h.cmd.Wait(); err == nil {
+		t.Fatal("the helper exited cleanly; want it killed")
+	}
+}
+
+func readLockRecord(t *testing.T, lock string) (holder, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(lock)
+	if err != nil {
+		t.Fatalf("read the lock: %v", err)
+	}
+	h, ok := parseRecord(b)
+	if !ok {
+		t.Fatalf("the lock holds no holder record: %q", b)
+	}
+	return h, b
+}
+
+var shortRetry = retryPolicy{attempts: 3, backoff: time.Millisecond, maxWait: time.Millisecond}
+
+func TestLockOfLiveProcessIsRespectedAndOfKilledOneBroken(t *testing.T) {
+	for _, reap := range []bool{true, false} {
+		t.Run(fmt.Sprintf("reaped=%v", reap), func(t *testing.T) {
+			f := newFixture(t)
+			main, feature := buildNested(f)
+			lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+			h := startHelper(t, f, "hold", "")
+			rec, content := readLockRecord(t, lock)
+			if rec.pid != h.cmd.Process.Pid {
+				t.Fatalf("the lock names pid %d, the holder is %d", rec.pid, h.cmd.Process.Pid)
+			}
+
+			// Alive: the lock is respected, and the error says who holds it.
+			f.repo.retry = shortRetry
+			req := request("feature", "main", feature, StrategyMerge, 42)
+			_, err := f.repo.Merge(req)
+			if !errors.Is(err, ErrTargetBusy) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", rec.pid)) || !strings.Contains(err.Error(), "alive") {
+				t.Fatalf("Merge while a live process holds the lock = %v; want ErrTargetBusy naming it alive", err)
+			}
+			if b, err := os.ReadFile(lock); err != nil || string(b) != string(content) {
+				t.Fatalf("the live holder's lock was touched: %q, %v", b, err)
+			}
+			if got := f.rev("main"); got != main {
+				t.Fatalf("main moved to %s under a live lock", got)
+			}
+
+			// Killed: the next merge breaks the lock (a killed process not
+			// yet reaped is a zombie, dead too; the retries cover the
+			// moment SIGKILL takes to land).
+			if reap {
+				h.killAndReap(t)
+			} else {
+				h.kill()
+			}
+			f.repo.retry = defaultRetry
+			res := f.merge(req)
+			if got := f.rev("main"); got != res.MergeSHA || res.AlreadyMerged {
+				t.Fatalf("main = %s after the merge %+v", got, res)
+			}
+			if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("lock after the merge: %v; want it gone", err)
+			}
+			if n := f.grepCount("main", "Prsaga-PR: acme/widgets#42"); n != 1 {
+				t.Errorf("%d commits with the PR's trailer, want 1", n)
+			}
+			f.fsck()
+		})
+	}
+}
+
+// TestMergerKilledAtEachPointOfTheRefUpdate kills a merging process at
+// each point of the ref update; the redelivered merge, in this process,
+// breaks what lock was left and completes, or finds the merge done.
+func TestMergerKilledAtEachPointOfTheRefUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		point    string
+		leftLock bool
+		moved    bool
+	}{
+		{point: crashLockWritten, leftLock: true, moved: false},
+		{point: crashRefMoved, leftLock: true, moved: true},
+		{point: crashRenamed, leftLock: false, moved: true},
+	} {
+		t.Run(tc.point, func(t *testing.T) {
+			f := newFixture(t)
+			main, feature := buildNested(f)
+			lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+			h := startHelper(t, f, tc.point, "feature,"+feature)
+			h.killAndReap(t)
+
+			_, statErr := os.Stat(lock)
+			if left := statErr == nil; left != tc.leftLock {
+				t.Fatalf("lock left: %v, want %v", left, tc.leftLock)
+			}
+			if moved := f.rev("main") != main; moved != tc.moved {
+				t.Fatalf("main moved: %v, want %v", moved, tc.moved)
+			}
+			res := f.merge(request("feature", "main", feature, StrategyMerge, 42))
+			if res.AlreadyMerged != tc.moved {
+				t.Errorf("redelivery: %+v; want AlreadyMerged %v", res, tc.moved)
+			}
+			if got := f.rev("main"); got != res.MergeSHA {
+				t.Errorf("main = %s, want %s", got, res.MergeSHA)
+			}
+			if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("lock after the redelivery: %v; want it gone", err)
+			}
+			if n := f.grepCount("main", "Prsaga-PR: acme/widgets#42"); n != 1 {
+				t.Errorf("%d commits with the PR's trailer, want 1", n)
+			}
+			// What the dead merger left in the work directory is gone too.
+			if left, _ := filepath.Glob(filepath.Join(f.bare, workDir, fmt.Sprintf("*-%d-*", h.cmd.Process.Pid))); tc.leftLock && len(left) > 0 {
+				t.Errorf("the dead merger's temporary files are left: %v", left)
+			}
+			f.fsck()
+		})
+	}
+}
+
+// TestLocksNotOursAreRespected: a lock without a record (git's, holding the
+// new value, or empty), or with the record of a process this one cannot
+// judge (another boot, another pid namespace), is never broken — even when
+// its pid does not exist here.
+func TestLocksNotOursAreRespected(t *testing.T) {
+	self, ok := me()
+	if !ok {
+		t.Skip("no /proc: this process cannot judge holders")
+	}
+	deadPid := 1 << 22 // above pid_max's default ceiling: no such process
+	record := func(boot, pidns string, pid int) string {
+		return fmt.Sprintf("%s\nhost=elsewhere\nboot=%s\npidns=%s\npid=%d\nstart=1\nnonce=00\n", holderMagic, boot, pidns, pid)
+	}
+	for name, content := range map[string]string{
+		"git's lock":       strings.Repeat("a", 40) + "\n",
+		"empty":            "",
+		"another boot":     record("00000000-0000-0000-0000-000000000000", self.pidns, deadPid),
+		"another pid ns":   record(self.boot, "pid:[1]", deadPid),
+		"malformed record": holderMagic + "\nboot=" + self.boot + "\npidns=" + self.pidns + "\npid=x\nstart=1\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			main, feature := buildNested(f)
+			lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+			if err := os.WriteFile(lock, []byte(content), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			f.repo.retry = shortRetry
+			if _, err := f.repo.Merge(request("feature", "main", feature, StrategyMerge, 42)); !errors.Is(err, ErrTargetBusy) {
+				t.Fatalf("Merge = %v, want ErrTargetBusy", err)
+			}
+			if b, err := os.ReadFile(lock); err != nil || string(b) != content {
+				t.Errorf("the lock was touched: %q, %v", b, err)
+			}
+			if got := f.rev("main"); got != main {
+				t.Errorf("main moved to %s", got)
+			}
+		})
+	}
+	// The same record with this machine's boot and pid namespace is judged
+	// — the control showing the cases above are refused for their reason.
+	t.Run("ours, dead", func(t *testing.T) {
+		f := newFixture(t)
+		_, feature := buildNested(f)
+		lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+		if err := os.WriteFile(lock, []byte(record(self.boot, self.pidns, deadPid)), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		f.merge(request("feature", "main", feature, StrategyMerge, 42))
+	})
+}
+
+// TestMergersRaceToBreakADeadLock: several mergers (each its own Repos, as
+// separate processes would be) find the same dead lock and merge their PRs
+// at once: every merge lands exactly once, nothing is lost.
+func TestMergersRaceToBreakADeadLock(t *testing.T) {
+	f := newFixture(t)
+	buildNested(f)
+	const n = 6
+	heads := make([]string, n)
+	for i := range heads {
+		branch := fmt.Sprintf("pr%d", i)
+		f.git("", "update-ref", "refs/heads/"+branch, f.rev("main"))
+		heads[i] = f.pushCommit(branch, fmt.Sprintf("race%d.txt", i))
+	}
+	startHelper(t, f, "hold", "").killAndReap(t)
+
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		repos, err := NewRepos(f.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo, err := repos.Open(testRepo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[i] = repo.Merge(request(fmt.Sprintf("pr%d", i), "main", heads[i], StrategyMerge, 100+i))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("merge of pr%d: %v", i, err)
+		}
+		if c := f.grepCount("main", fmt.Sprintf("Prsaga-PR: acme/widgets#%d", 100+i)); c != 1 {
+			t.Errorf("%d commits with pr%d's trailer on main, want 1", c, i)
+		}
+	}
+	f.fsck()
+}
+
+// TestBreakDeadLockOnce: of several breakers of the same dead lock, exactly
+// one breaks it; a lock taken after the break is not broken by the others.
+func TestBreakDeadLockOnce(t *testing.T) {
+	f := newFixture(t)
+	buildNested(f)
+	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+	startHelper(t, f, "hold", "").killAndReap(t)
+
+	const n = 8
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	broken, taken := 0, 0
+	start := make(chan struct{})
+	for range n {
+		repos, _ := NewRepos(f.root)
+		repo, err := repos.Open(testRepo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ok, err := repo.breakDeadLock(lock)
+			if err != nil && !errors.Is(err, errLockRaced) {
+				t.Error(err)
+			}
+			// Whoever broke it takes the lock at once, and keeps it.
+			if ok {
+				if _, err := repo.acquireLock(lock); err != nil {
+					t.Error(err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				broken++
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if _, err := os.Stat(lock); err == nil {
+		taken = 1
+	}
+	if broken != 1 || taken != 1 {
+		t.Fatalf("%d breakers broke the lock and %d lock is held; want exactly one of each", broken, taken)
+	}
+	h, _ := readLockRecord(t, lock)
+	if self, _ := me(); h.pid != self.pid {
+		t.Errorf("the lock is held by pid %d, want this process", h.pid)
+	}
+}
+
+// TestDeadHoldersFilesAreRemoved: the holder file a killed merger leaves in
+// the work directory is removed when another merger first locks there;
+// its lock keeps its record (another link to the same file) and is broken
+// as usual.
+func TestDeadHoldersFilesAreRemoved(t *testing.T) {
+	f := newFixture(t)
+	_, feature := buildNested(f)
+	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+	h := startHelper(t, f, "hold", "")
+	h.killAndReap(t)
+	pattern := filepath.Join(f.bare, workDir, fmt.Sprintf("holder-%d-*", h.cmd.Process.Pid))
+	if left, _ := filepath.Glob(pattern); len(left) != 1 {
+		t.Fatalf("the killed holder's file: %v, want one", left)
+	}
+	if _, err := f.repo.holderFile(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(pattern); len(left) != 0 {
+		t.Errorf("the killed holder's file is left: %v", left)
+	}
+	if rec, _ := readLockRecord(t, lock); rec.pid != h.cmd.Process.Pid {
+		t.Errorf("the lock names pid %d, want the killed holder %d", rec.pid, h.cmd.Process.Pid)
+	}
+	f.merge(request("feature", "main", feature, StrategyMerge, 42))
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("lock after the merge: %v; want it gone", err)
+	}
+}

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prsaga/prsaga/services/merger"
+)
+
+// TestSyncOptionReachesTheGitLayer: Options.Sync (PRSAGA_DURABILITY=sync,
+// passed by the stack) makes the merger's merges fsync; without it they do
+// not.
+func TestSyncOptionReachesTheGitLayer(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	for _, sync_ := range []bool{true, false} {
+		t.Run(map[bool]string{true: "sync", false: "process"}[sync_], func(t *testing.T) {
+			root := t.TempDir()
+			bare := filepath.Join(root, "acme", "widgets.git")
+			git := func(stdin string, args ...string) string {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, "git", args...)
+				cmd.Env = append(os.Environ(), "HOME="+root, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+				cmd.Stdin = strings.NewReader(stdin)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+				return strings.TrimSpace(string(out))
+			}
+			git("", "init", "-q", "--bare", "-b", "main", bare)
+			git("commit refs/heads/main\ncommitter C <c@example.com> 1735689600 +0000\ndata 2\nc\nM 100644 inline a.txt\ndata 2\na\n\n"+
+				"commit refs/heads/pr\ncommitter C <c@example.com> 1735689601 +0000\ndata 2\nc\nfrom refs/heads/main\nM 100644 inline b.txt\ndata 2\nb\n\n"+
+				"commit refs/heads/main\ncommitter C <c@example.com> 1735689602 +0000\ndata 2\nc\nM 100644 inline c.txt\ndata 2\nc\n\n",
+				"--git-dir="+bare, "fast-import", "--quiet")
+			head := git("", "--git-dir="+bare, "rev-parse", "pr")
+
+			var mu sync.Mutex
+			var fsynced []string
+			s, err := New(Options{ReposDir: root, Sync: sync_, onFsync: func(p string) {
+				mu.Lock()
+				defer mu.Unlock()
+				fsynced = append(fsynced, p)
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.m.Git.Merge(context.Background(), merger.Plan{
+				Repo: "acme/widgets", SourceBranch: "pr", TargetBranch: "main", HeadSHA: head, Strategy: "merge",
+				PRID: "acme/widgets#1", PRNumber: 1, RequestedBy: "alice", When: time.Now(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := git("", "--git-dir="+bare, "rev-parse", "main"); got != res.MergeSHA {
+				t.Fatalf("main = %s, want the merge %s", got, res.MergeSHA)
+			}
+			commit := filepath.Join(bare, "objects", res.MergeSHA[:2], res.MergeSHA[2:])
+			mu.Lock()
+			defer mu.Unlock()
+			var commitSynced, refSynced bool
+			for _, p := range fsynced {
+				commitSynced = commitSynced || p == commit
+				refSynced = refSynced || p == filepath.Join(bare, "refs", "heads")
+			}
+			if sync_ && (!commitSynced || !refSynced) {
+				t.Errorf("sync mode: merge commit fsynced %v, refs/heads fsynced %v; want both (%v)", commitSynced, refSynced, fsynced)
+			}
+			if !sync_ && len(fsynced) > 0 {
+				t.Errorf("process mode fsynced %v", fsynced)
+			}
+		})
+	}
+}
