@@ -42,6 +42,8 @@ usage: prsaga <command> [arguments] [flags]
   trace <corr-id>     one timeline of a run from every service's log lines and the ledger, with step
                       durations and gaps [--logs DIR] [--json] [--follow] [--gap D]
   dlq list|show|redrive  dead letters on NATS: list [--consumer C], show <seq>, redrive <seq>...|--all
+  reindex             rebuild the search index from the stream's notified events (stop the indexer first)
+                      [--index DIR | --out DIR] [--remove-old] [--allow-partial] [--json]
   schema --store ydb  print the YQL of every service's tables [--database /local]
   bench               run a benchmark workload (--workload W1|W2 --prs N --concurrency C --repos R --mode inproc|procs)
 
@@ -66,6 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		"bench":   cmdBench,
 		"nats":    cmdNATS,
 		"dlq":     cmdDLQ,
+		"reindex": cmdReindex,
 		"schema":  cmdSchema,
 	}
 	cmd, ok := cmds[args[0]]

@@ -63,17 +63,7 @@ func (x *Indexer) OnNotifiedBatch(ctx context.Context, envs []contracts.Envelope
 			errs[i] = fmt.Errorf("indexer: unexpected payload %T", env.Payload)
 			continue
 		}
-		it := item{i: i, n: n, log: logs[i], doc: Doc{
-			PRID: n.PRID, Repo: n.Repo, PRNumber: n.PRNumber,
-			TargetBranch: n.TargetBranch, SourceBranch: n.SourceBranch,
-			Title: n.Title, RequestedBy: n.RequestedBy, MergeSHA: n.MergeSHA,
-			ChangedPaths: n.ChangedPaths,
-			// Without the merge commit's time, the notified event's: the
-			// closest the event carries.
-			MergedAt: env.Event.Time(),
-		}}
-		x.addHistory(ctx, &it.doc, it.log)
-		items = append(items, it)
+		items = append(items, item{i: i, n: n, log: logs[i], doc: x.document(ctx, env, n, logs[i])})
 	}
 	x.write(ctx, items)
 	now := time.Now
@@ -84,6 +74,32 @@ func (x *Indexer) OnNotifiedBatch(ctx context.Context, envs []contracts.Envelope
 		commits[it.i], errs[it.i] = x.answer(ctx, envs[it.i], it, len(items), now())
 	}
 	return commits, errs
+}
+
+// Document is the document the indexer writes for a notified event —
+// commit messages and merge time included when History can read them — and
+// false when env is not a notified event. `prsaga reindex` builds its
+// documents with it, so that a rebuilt index holds what the indexer wrote.
+func (x *Indexer) Document(ctx context.Context, env contracts.Envelope, log *slog.Logger) (Doc, bool) {
+	n, ok := env.Payload.(*contracts.Notified)
+	if !ok {
+		return Doc{}, false
+	}
+	return x.document(ctx, env, n, log), true
+}
+
+func (x *Indexer) document(ctx context.Context, env contracts.Envelope, n *contracts.Notified, log *slog.Logger) Doc {
+	doc := Doc{
+		PRID: n.PRID, Repo: n.Repo, PRNumber: n.PRNumber,
+		TargetBranch: n.TargetBranch, SourceBranch: n.SourceBranch,
+		Title: n.Title, RequestedBy: n.RequestedBy, MergeSHA: n.MergeSHA,
+		ChangedPaths: n.ChangedPaths,
+		// Without the merge commit's time, the notified event's: the
+		// closest the event carries.
+		MergedAt: env.Event.Time(),
+	}
+	x.addHistory(ctx, &doc, log)
+	return doc
 }
 
 // item is one event of a batch on its way through the index write.

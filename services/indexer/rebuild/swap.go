@@ -1,0 +1,41 @@
+package rebuild
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// swap puts the index built in built in place of the live one, keeping
+// the live one as old. Where the system can exchange two names in one
+// rename (Linux), the live name never stops naming a complete index;
+// elsewhere it names none between two renames, and a crash there leaves
+// both kept: built is complete, rename it to live.
+func swap(live, built, old string) error {
+	if err := exchange(live, built); err == nil {
+		if err := os.Rename(built, old); err != nil {
+			return fmt.Errorf("swapped in, but the old index is left in %s: %w", built, err)
+		}
+		return syncDir(filepath.Dir(live))
+	}
+	if err := os.Rename(live, old); err != nil {
+		return fmt.Errorf("move the old index aside: %w", err)
+	}
+	if err := os.Rename(built, live); err != nil {
+		return fmt.Errorf("the old index is in %s, the new one in %s: rename it to %s: %w", old, built, live, err)
+	}
+	return syncDir(filepath.Dir(live))
+}
+
+// syncDir makes the renames in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
