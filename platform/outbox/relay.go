@@ -29,6 +29,13 @@ type ExceptStore interface {
 	UnsentExcept(ctx context.Context, limit int, except []string) ([]store.OutboxRow, error)
 }
 
+// CommittedStore is a Store that hands over the rows it committed (in
+// commit order) so that a relay woken by Committed need not read them back.
+// complete is false when some were dropped: the table must be read.
+type CommittedStore interface {
+	CommittedRows() (rows []store.OutboxRow, complete bool)
+}
+
 // Publisher publishes one message and returns once JetStream acked it.
 type Publisher interface {
 	PublishMsg(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error)
@@ -55,8 +62,10 @@ const (
 const ackWait = 15 * time.Second
 
 // Relay publishes every unsent outbox row, then marks it sent. It is woken
-// right after a commit that emitted events and polls slowly as a safety
-// net. Several relays may run on one outbox: there is no claim and no
+// right after a commit that emitted events — and then publishes the rows
+// that commit handed over (CommittedStore) without reading them back — and
+// reads the table at start, after a failure and on its slow poll, the
+// safety net for whatever was not handed over. Several relays may run on one outbox: there is no claim and no
 // cursor, so a duplicate publish can happen and dies in JetStream's dedupe
 // window (Nats-Msg-Id) or in the consumers' inbox; a crash between publish
 // and mark-sent republishes, never loses.
@@ -172,8 +181,12 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 	}()
 	retry := minRetry
+	// read: the next round reads the table (at start, after a failure, on
+	// the poll) rather than taking the rows this process just committed.
+	read := true
 	for {
-		n, err := r.round(ctx, &held, delay)
+		n, err := r.roundFrom(ctx, &held, delay, read)
+		read = false
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -188,10 +201,12 @@ func (r *Relay) Run(ctx context.Context) error {
 			case <-time.After(wait):
 			}
 			retry = min(retry*2, maxRetry)
+			read = true
 			continue
 		}
 		retry = minRetry
 		if n >= r.batch() {
+			read = true
 			continue // a full batch: there may be more
 		}
 		var due <-chan time.Time
@@ -203,6 +218,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			return nil
 		case <-r.Store.Committed():
 		case <-t.C:
+			read = true
 		case <-due:
 			if err := r.mark(ctx, &held); err != nil && ctx.Err() == nil {
 				r.Log.WarnContext(ctx, "outbox relay: marking sent failed; will retry", "err", err)
@@ -225,16 +241,37 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 // held; it marks held sent when delay has passed (at once when negative)
 // or a batch has gathered. It returns how many rows it published.
 func (r *Relay) round(ctx context.Context, held *acked, delay time.Duration) (int, error) {
+	return r.roundFrom(ctx, held, delay, true)
+}
+
+// roundFrom is round; unless read, it publishes the rows the store
+// committed since the last round (CommittedStore) instead of reading the
+// table — which it still does when the store cannot hand them over or
+// dropped some.
+func (r *Relay) roundFrom(ctx context.Context, held *acked, delay time.Duration, read bool) (int, error) {
 	batch := r.batch()
+	cs, handsOver := r.Store.(CommittedStore)
 	var all []store.OutboxRow
 	var err error
-	if es, ok := r.Store.(ExceptStore); ok && len(held.ids) > 0 {
-		all, err = es.UnsentExcept(ctx, batch, held.ids)
-	} else {
-		all, err = r.Store.Unsent(ctx, batch+len(held.ids))
+	if handsOver {
+		var complete bool
+		all, complete = cs.CommittedRows()
+		// Too many to publish in one round: the table has them in order.
+		read = read || !complete || len(all) > batch
 	}
-	if err != nil {
-		return 0, err
+	if read || !handsOver {
+		// The read is short and ends the round's wait for ctx anyway:
+		// without a cancelable context the SQLite driver starts no
+		// watcher goroutine for it.
+		rctx := context.WithoutCancel(ctx)
+		if es, ok := r.Store.(ExceptStore); ok && len(held.ids) > 0 {
+			all, err = es.UnsentExcept(rctx, batch, held.ids)
+		} else {
+			all, err = r.Store.Unsent(rctx, batch+len(held.ids))
+		}
+		if err != nil {
+			return 0, err
+		}
 	}
 	rows := all[:0]
 	for _, row := range all {

@@ -348,3 +348,41 @@ func TestRelayStopsOnCancel(t *testing.T) {
 		t.Fatal("Run did not return within 10s of cancellation")
 	}
 }
+
+// readCountingStore records every read of the outbox table.
+type readCountingStore struct {
+	*sqlite.DB
+	reads atomic.Int64
+}
+
+func (s *readCountingStore) Unsent(ctx context.Context, limit int) ([]sqlite.OutboxRow, error) {
+	defer s.reads.Add(1)
+	return s.DB.Unsent(ctx, limit)
+}
+
+func (s *readCountingStore) UnsentExcept(ctx context.Context, limit int, except []string) ([]sqlite.OutboxRow, error) {
+	defer s.reads.Add(1)
+	return s.DB.UnsentExcept(ctx, limit, except)
+}
+
+func TestRelayPublishesCommittedRowsWithoutReadingThem(t *testing.T) {
+	_, b := natstest.Start(t, bus.Config{})
+	db := sqlitetest.Open(t)
+	store := &readCountingStore{DB: db}
+	run(t, &outbox.Relay{Store: store, Pub: b, Log: testLogger(t), Poll: time.Hour})
+	waitFor(t, 5*time.Second, "the relay's first round", func() bool { return store.reads.Load() >= 1 })
+	before := store.reads.Load()
+	ids := []string{"c-1", "c-2", "c-3"}
+	for _, id := range ids {
+		emit(t, db, id)
+	}
+	waitFor(t, 5*time.Second, "every row published and marked sent", func() bool {
+		return streamMsgs(t, b) == uint64(len(ids)) && pending(t, db) == 0
+	})
+	if got := streamIDs(t, b); fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("published %v, want %v (commit order)", got, ids)
+	}
+	if n := store.reads.Load() - before; n != 0 {
+		t.Errorf("the relay read the outbox table %d times for rows this process committed, want 0", n)
+	}
+}

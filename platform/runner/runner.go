@@ -130,7 +130,6 @@ type Runner struct {
 	// callback may still be running when Stop gets past cc.Closed().
 	quit     chan struct{}
 	wg       sync.WaitGroup
-	stop     context.CancelFunc
 	stopOnce sync.Once
 }
 
@@ -167,12 +166,17 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// Handling never ends early (Stop lets it finish), so its context is
+	// never canceled: without a Done channel, database/sql and the SQLite
+	// driver skip the watcher goroutine they start per transaction and per
+	// statement of a cancelable context (a goroutine per statement, several
+	// per message).
+	rctx := context.WithoutCancel(ctx)
 	// Up to a batch per worker is pulled ahead, so that a worker finishing
 	// a batch finds the next one waiting; every message pulled but not yet
 	// handled is delivered, its AckWait running.
 	ahead := min(cfg.Batch*cfg.Workers, maxPullAhead)
-	r := &Runner{cfg: cfg, work: make(chan *delivery, ahead), quit: make(chan struct{}), stop: cancel,
+	r := &Runner{cfg: cfg, work: make(chan *delivery, ahead), quit: make(chan struct{}),
 		inflight:    map[string]chan struct{}{},
 		afterEffect: fault.AfterEffect(cfg.Consumer.Durable), afterCommit: fault.AfterCommit(cfg.Consumer.Durable)}
 	for i := 0; i < cfg.Workers; i++ {
@@ -207,7 +211,6 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if err != nil {
 		close(r.quit)
 		r.wg.Wait()
-		cancel()
 		return nil, fmt.Errorf("consume %s: %w", cfg.Consumer.Durable, err)
 	}
 	return r, nil
@@ -223,6 +226,5 @@ func (r *Runner) Stop() {
 		<-r.cc.Closed()
 		close(r.quit)
 		r.wg.Wait()
-		r.stop()
 	})
 }

@@ -291,3 +291,21 @@ func TestStopLetsHandlersInProgressFinish(t *testing.T) {
 	}
 	h.r.Stop() // a second Stop (t.Cleanup's) must be harmless
 }
+
+// Handling is never canceled (Stop lets it finish), so its context must
+// not be cancelable either: SQLite and database/sql start a watcher
+// goroutine per statement and per transaction for a context that is.
+func TestHandlingContextIsNotCancelable(t *testing.T) {
+	var cancelable atomic.Bool
+	h := start(t, setup{effect: func(ctx context.Context, env contracts.Envelope) error {
+		if ctx.Done() != nil {
+			cancelable.Store(true)
+		}
+		return nil
+	}})
+	h.settled(h.publish(requested(t, "req-ctx", validRequest())))
+	h.checkOnce("req-ctx")
+	if cancelable.Load() {
+		t.Error("the handler got a cancelable context")
+	}
+}

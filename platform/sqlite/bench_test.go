@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/prsaga/prsaga/platform/store"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -111,4 +112,29 @@ func BenchmarkUnitBatch16(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*per), "ns/unit")
+}
+
+// BenchmarkUnitConcurrent is BenchmarkUnit from several goroutines at once,
+// as a service's workers commit: each call one unit, its own outcome.
+func BenchmarkUnitConcurrent(b *testing.B) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "db.sqlite"), sqlite.Options{}, kv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	evs := benchEvents(b, b.N+1)
+	var next atomic.Int64
+	b.SetParallelism(4) // 4 × GOMAXPROCS goroutines
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(next.Add(1)) - 1
+			if err := db.Update(ctx, func(tx store.Tx) error { return unit(tx, i, evs[i]) }); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

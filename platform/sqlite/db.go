@@ -46,6 +46,8 @@ type DB struct {
 	w, r      *sql.DB
 	now       func() time.Time
 	committed chan struct{}
+	group     group      // the writers' group commit
+	fresh     fresh      // rows committed since the relay last took them
 	stmts     stmtCache  // on w
 	rstmts    stmtCache  // on r, for QueryContext and QueryRowContext
 	reads     readStmts  // on r

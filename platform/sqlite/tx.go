@@ -40,6 +40,7 @@ type Tx struct {
 	ctx     context.Context
 	now     time.Time
 	emitted int
+	rows    []OutboxRow // what Emit appended, for the relay once committed
 	after   []func()
 	misses  map[string]bool // statements to prepare once the tx is over
 }
@@ -75,71 +76,120 @@ func (db *DB) Update(ctx context.Context, fn func(tx store.Tx) error) error {
 // run more than once (on lock contention), so fns must have no side
 // effects outside the transaction. A panicking fn rolls everything back
 // and the panic propagates.
+//
+// Calls that arrive while a transaction is running are committed together
+// in the next one (group commit, see group): each call's fns keep their
+// own savepoints and outcomes, and its context is the one their Tx sees.
 func (db *DB) UpdateEach(ctx context.Context, fns []func(tx store.Tx) error) (errs []error, err error) {
-	const attempts = 5
-	for i := 0; i < attempts; i++ {
-		errs, err = db.updateEach(ctx, fns)
-		if err == nil || !isBusy(err) || ctx.Err() != nil {
-			break
-		}
+	req := &request{ctx: ctx, fns: fns}
+	db.group.run(req, db.commitGroup)
+	if req.panicked != nil {
+		panic(req.panicked)
 	}
-	return errs, err
+	// In the caller's goroutine, once the writer is free again: not in the
+	// transaction of the calls grouped with this one.
+	for _, f := range req.after {
+		f()
+	}
+	return req.errs, req.err
 }
 
-func (db *DB) updateEach(ctx context.Context, fns []func(tx store.Tx) error) ([]error, error) {
+// commitGroup commits the requests' fns in one transaction, retrying the
+// whole on lock contention, and sets each request's outcome.
+func (db *DB) commitGroup(reqs []*request) {
+	const attempts = 5
+	for i := 0; i < attempts; i++ {
+		// A call whose context has ended is not begun (or retried), as its
+		// own transaction would not be.
+		live := reqs[:0:0]
+		for _, r := range reqs {
+			if err := r.ctx.Err(); err != nil {
+				r.errs, r.err = nil, fmt.Errorf("begin: %w", err)
+				continue
+			}
+			live = append(live, r)
+		}
+		if len(live) == 0 {
+			return
+		}
+		reqs = live
+		err := db.updateEach(reqs)
+		if err == nil || !isBusy(err) || i == attempts-1 {
+			for _, r := range reqs {
+				if err != nil {
+					r.errs, r.err = nil, err
+				}
+			}
+			return
+		}
+	}
+}
+
+func (db *DB) updateEach(reqs []*request) error {
+	// The transaction serves several callers: none's cancellation may
+	// abort the others' units. Each unit's statements use its own context.
+	ctx := context.WithoutCancel(reqs[0].ctx)
 	stx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", err)
 	}
 	now := db.now()
-	txs := make([]*Tx, len(fns))
-	errs := make([]error, len(fns))
+	n := 0
+	for _, r := range reqs {
+		r.errs = make([]error, len(r.fns))
+		r.txs = make([]*Tx, len(r.fns))
+		n += len(r.fns)
+	}
 	defer func() {
 		// Rolls back when a fn fails or panics (a recovered panic, as
 		// net/http does, must not leave the single writer connection in a
 		// transaction); a no-op after Commit. Then prepare what ran
 		// unprepared, on the free connection.
 		stx.Rollback()
-		for _, tx := range txs {
-			if tx != nil && len(tx.misses) > 0 {
-				db.prepareMisses(tx.misses)
+		for _, r := range reqs {
+			for _, tx := range r.txs {
+				if tx != nil && len(tx.misses) > 0 {
+					db.prepareMisses(tx.misses)
+				}
 			}
 		}
 	}()
-	if len(fns) == 1 {
-		// One unit needs no savepoint: its failure rolls back the lot.
-		txs[0] = &Tx{Tx: stx, db: db, ctx: ctx, now: now}
-		if errs[0] = fns[0](txs[0]); errs[0] != nil {
-			return errs, nil
-		}
-	} else {
-		for i, fn := range fns {
-			tx := &Tx{Tx: stx, db: db, ctx: ctx, now: now}
-			txs[i] = tx
-			if _, err := tx.ExecContext(ctx, sqlSavepoint); err != nil {
-				return nil, fmt.Errorf("savepoint: %w", err)
+	for _, r := range reqs {
+		for i, fn := range r.fns {
+			tx := &Tx{Tx: stx, db: db, ctx: r.ctx, now: now}
+			r.txs[i] = tx
+			if n == 1 {
+				// One unit needs no savepoint: its failure rolls back the lot.
+				if r.errs[i] = r.call(fn, tx); r.errs[i] != nil {
+					return nil
+				}
+				continue
 			}
-			if errs[i] = fn(tx); errs[i] != nil {
+			if _, err := tx.ExecContext(ctx, sqlSavepoint); err != nil {
+				return fmt.Errorf("savepoint: %w", err)
+			}
+			if r.errs[i] = r.call(fn, tx); r.errs[i] != nil {
 				if _, err := tx.ExecContext(ctx, sqlRollbackTo); err != nil {
-					return nil, fmt.Errorf("roll back to savepoint after %v: %w", errs[i], err)
+					return fmt.Errorf("roll back to savepoint after %v: %w", r.errs[i], err)
 				}
 			}
 			if _, err := tx.ExecContext(ctx, sqlRelease); err != nil {
-				return nil, fmt.Errorf("release savepoint: %w", err)
+				return fmt.Errorf("release savepoint: %w", err)
 			}
 		}
 	}
 	if err := stx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", err)
 	}
 	emitted := 0
-	for i, tx := range txs {
-		if errs[i] != nil {
-			continue
-		}
-		emitted += tx.emitted
-		for _, f := range tx.after {
-			f()
+	for _, r := range reqs {
+		for i, tx := range r.txs {
+			if r.errs[i] != nil {
+				continue
+			}
+			emitted += tx.emitted
+			r.after = append(r.after, tx.after...)
+			db.fresh.add(tx.rows)
 		}
 	}
 	if emitted > 0 {
@@ -148,7 +198,7 @@ func (db *DB) updateEach(ctx context.Context, fns []func(tx store.Tx) error) ([]
 		default:
 		}
 	}
-	return errs, nil
+	return nil
 }
 
 func (db *DB) prepareMisses(misses map[string]bool) {
@@ -181,10 +231,16 @@ func (tx *Tx) Emit(evs ...*event.Event) error {
 		if body == nil {
 			body = []byte{} // an event without data: nil would bind as NULL
 		}
-		if _, err := tx.ExecContext(tx.ctx, sqlOutboxInsert, e.ID(), subject, h, body, tx.now.UnixMicro()); err != nil {
+		res, err := tx.ExecContext(tx.ctx, sqlOutboxInsert, e.ID(), subject, h, body, tx.now.UnixMicro())
+		if err != nil {
 			return fmt.Errorf("outbox insert: %w", err)
 		}
 		tx.emitted++
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			// Micro-second precision, as the column keeps it.
+			tx.rows = append(tx.rows, OutboxRow{ID: e.ID(), Subject: subject, Header: msg.Header, Body: body,
+				CreatedAt: time.UnixMicro(tx.now.UnixMicro())})
+		}
 	}
 	return nil
 }
