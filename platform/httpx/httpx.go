@@ -31,11 +31,16 @@ func Errorf(status int, format string, args ...any) *Error {
 
 // WriteJSON answers v as JSON with status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
+	// Encoded before the status is sent: a value that cannot be encoded
+	// (a NaN, say) is answered with a 500, never an empty 200.
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error": "internal error: the answer could not be encoded"}`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // WriteError answers err as {"error": "..."}: an *Error with its status,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -127,7 +128,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 			TargetBranch: str(h.Fields[FieldTargetBranch]),
 			RequestedBy:  str(h.Fields[FieldRequestedBy]),
 			MergeSHA:     str(h.Fields[FieldMergeSHA]),
-			Score:        h.Score,
+			Score:        finite(h.Score),
 			Highlights:   map[string][]string{},
 		}
 		if t, err := time.Parse(time.RFC3339Nano, str(h.Fields[FieldMergedAt])); err == nil {
@@ -242,4 +243,13 @@ func str(v any) string {
 		}
 	}
 	return ""
+}
+
+// finite maps a score bleve computed as NaN or ±Inf (a query boosted by 0,
+// say) to 0: JSON has no such numbers.
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
 }
