@@ -138,6 +138,21 @@ var errDuplicate = errors.New("duplicate delivery")
 // maxPullAhead bounds the messages a runner holds delivered but unhandled.
 const maxPullAhead = 256
 
+// A pull consumer now and then loses its outstanding pull request: the
+// server holds no request (no deliveries, no heartbeats) while nats.go
+// counts one as pending and asks for nothing more, until its heartbeat
+// monitor notices the silence (2 × heartbeat) and pulls again. Seen as
+// 30 s stalls of the ledger's multi-subject consumer in about one bench
+// run in four with nats.go's defaults (30 s expiry, 15 s heartbeat); cf.
+// nats-io/nats.go#1621, #1622. Short requests with frequent idle
+// heartbeats (nats.go's shortest, 500ms) bound such a stall to a second;
+// an idle consumer costs a pull request every 5 s and two heartbeats a
+// second.
+const (
+	pullExpiry    = 5 * time.Second
+	pullHeartbeat = 500 * time.Millisecond
+)
+
 // Start creates the durable consumer — waiting for JetStream while it
 // cannot be reached (bus.Await), until ctx ends — and starts consuming.
 func Start(ctx context.Context, cfg Config) (*Runner, error) {
@@ -203,11 +218,12 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 			// Not handled: redelivered after AckWait, to this or another instance.
 			r.release(d)
 		}
-	}, jetstream.PullMaxMessages(max(2*cfg.Workers, ahead)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-			cfg.Log.Debug("consume", "err", err)
-		}
-	}))
+	}, jetstream.PullMaxMessages(max(2*cfg.Workers, ahead)),
+		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+				cfg.Log.Debug("consume", "err", err)
+			}
+		}))
 	if err != nil {
 		close(r.quit)
 		r.wg.Wait()
