@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/runner"
@@ -127,7 +125,7 @@ func (x *Indexer) answer(ctx context.Context, env contracts.Envelope, it item, b
 	default:
 		typ, payload = contracts.TypeStepFailed, contracts.StepFailed{
 			Request: n.Request, Step: contracts.StateIndexing, Code: contracts.CodeIndexError, Retryable: true,
-			Reason: clip(fmt.Sprintf("the search index could not be written (%d attempts): %s", it.attempts, it.err)),
+			Reason: contracts.FitReason(fmt.Sprintf("the search index could not be written (%d attempts): %s", it.attempts, it.err)),
 		}
 	}
 	out, err := contracts.Follow(env.Event, runner.NewID(), typ, contracts.ServiceIndexer, at, payload)
@@ -167,24 +165,4 @@ func (x *Indexer) addHistory(ctx context.Context, doc *Doc, log *slog.Logger) {
 	if m.Truncated {
 		log.InfoContext(ctx, "commit messages truncated", "messages", len(m.Messages))
 	}
-}
-
-// clip makes s fit a step_failed reason: one line of valid UTF-8, at most
-// contracts.MaxReason bytes.
-func clip(s string) string {
-	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\n", "; "), "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 && r != '\t' || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) <= contracts.MaxReason {
-		return s
-	}
-	n := contracts.MaxReason - len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

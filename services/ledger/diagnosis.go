@@ -60,10 +60,7 @@ func (w *Watchdog) diagnose(ctx context.Context, row contracts.Row) diagnosis {
 	} else {
 		parts = append(parts, fmt.Sprintf("%s holds %d messages", contracts.DLQSubject(consumer), n))
 	}
-	d.text = strings.Join(parts, "; ")
-	if len(d.text) > contracts.MaxReason {
-		d.text = d.text[:contracts.MaxReason]
-	}
+	d.text = contracts.FitReason(strings.Join(parts, "; "))
 	return d
 }
 

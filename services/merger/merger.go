@@ -130,9 +130,7 @@ func failure(err error, r contracts.Request) (f contracts.StepFailed, refused bo
 	default:
 		return f, false
 	}
-	if len(f.Reason) > contracts.MaxReason {
-		f.Reason = f.Reason[:contracts.MaxReason]
-	}
+	f.Reason = contracts.FitReason(f.Reason)
 	return f, true
 }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/binding/format"
 
@@ -137,7 +136,7 @@ func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *sl
 	if len(failed) > 0 {
 		typ, payload = contracts.TypeStepFailed, contracts.StepFailed{
 			Request: m.Request, Step: contracts.StateNotifying, Code: contracts.CodeWebhookFailed, Retryable: true,
-			Reason: clip(fmt.Sprintf("webhook delivery failed for %d of %d watchers: %s", len(failed), len(watchers), strings.Join(failed, "; "))),
+			Reason: contracts.FitReason(fmt.Sprintf("webhook delivery failed for %d of %d watchers: %s", len(failed), len(watchers), strings.Join(failed, "; "))),
 		}
 	}
 	now := time.Now
@@ -202,27 +201,6 @@ func (n *Notifier) deliver(ctx context.Context, watchers []Watcher, done map[str
 	}
 	wg.Wait()
 	return outcomes
-}
-
-// clip makes s fit a step_failed reason: at most contracts.MaxReason bytes
-// of valid UTF-8 on one line without control characters (the contract
-// refuses them).
-func clip(s string) string {
-	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\n", " "), "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 && r != '\t' || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) <= contracts.MaxReason {
-		return s
-	}
-	n := contracts.MaxReason - len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // WatcherID is stable per (repo, url): re-registering a URL keeps its id,

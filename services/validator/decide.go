@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/prsaga/prsaga/contracts"
 )
@@ -127,20 +126,4 @@ func Decide(f Facts) Outcome {
 
 // Reason makes s fit a step_failed reason: one line (a joined validation
 // error has several), at most contracts.MaxReason bytes of valid UTF-8.
-func Reason(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 && r != '\t' || r == 0x7f {
-			return -1
-		}
-		return r
-	}, strings.ReplaceAll(s, "\n", "; "))
-	if len(s) > contracts.MaxReason {
-		n := contracts.MaxReason - len("…")
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n] + "…"
-	}
-	return s
-}
+func Reason(s string) string { return contracts.FitReason(s) }
