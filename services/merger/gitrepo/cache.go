@@ -1,58 +1,187 @@
 package gitrepo
 
 import (
+	"container/list"
+	"sync"
+
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// Parsed objects kept between merges. git objects are immutable, named by
-// their content's hash, so a parsed commit or tree is right for as long
-// as it is kept; what the caches save is go-git's per-read open(2), zlib
-// inflate and parse of loose objects (a fifth of all allocations of a W2
-// run, and most of the merger's CPU).
+// Objects kept between merges: go-git's encoded objects (what it read from
+// loose files and packs), and our parsed commits and trees. git objects are
+// immutable, named by their content's hash, so a kept object is right for
+// as long as it is kept; what the cache saves is go-git's per-read open(2),
+// zlib inflate and parse of loose objects, and the re-inflation of delta
+// chains in packs.
+//
+// All the repositories of a Repos share one budget in bytes, with LRU
+// eviction: a merger serves thousands of repositories, and caps per
+// repository multiply by them (20 repositories with a 16 MiB go-git cache
+// and 130k parsed tree entries each reached 465-483 MB in the W2 bench). A
+// merge's working set is small (the trees on the changed paths of three or
+// four commits, their commits), so a repository the merger moved on from
+// simply ages out.
 
-// Per repository and generation: a repository's caches hold at most twice
-// these.
+// DefaultCacheBytes is the budget of a Repos' object cache when Options
+// leave it zero.
+const DefaultCacheBytes = 64 << 20
+
+// Kinds of cached values; a hash is cached once per kind and repository.
 const (
-	commitCacheSize = 4096    // commits
-	treeCacheSize   = 1 << 16 // tree entries, summed over the trees
+	kindEncoded uint8 = iota // go-git's plumbing.EncodedObject
+	kindCommit               // *object.Commit
+	kindTree                 // map[string]entry
 )
 
-// genCache is a two-generation cache: entries go into the current
-// generation; when it is full it becomes the old one and the previous old
-// one is dropped; a hit in the old generation is moved to the current one.
-// It approximates an LRU at the cost of two map operations. Not safe for
-// concurrent use (callers hold the repository's mutex).
-type genCache[V any] struct {
-	limit    int
-	weight   func(V) int
-	cur, old map[plumbing.Hash]V
-	curW     int
+// cacheKey: the repository is part of the key, never just the hash: a hash
+// present in one repository says nothing about another (a commit missing
+// from a repository must stay missing there).
+type cacheKey struct {
+	repo uint64
+	kind uint8
+	hash plumbing.Hash
 }
 
-func newGenCache[V any](limit int, weight func(V) int) *genCache[V] {
-	return &genCache[V]{limit: limit, weight: weight, cur: map[plumbing.Hash]V{}}
+type cacheItem struct {
+	key  cacheKey
+	val  any
+	size int64
 }
 
-func (c *genCache[V]) get(h plumbing.Hash) (V, bool) {
-	if v, ok := c.cur[h]; ok {
-		return v, true
+// objectCache is a byte-bounded LRU, safe for concurrent use (repositories
+// are merged in parallel, each under its own mutex).
+type objectCache struct {
+	mu    sync.Mutex
+	limit int64
+	used  int64
+	lru   list.List // front: most recently used; values *cacheItem
+	items map[cacheKey]*list.Element
+}
+
+func newObjectCache(limit int64) *objectCache {
+	return &objectCache{limit: limit, items: map[cacheKey]*list.Element{}}
+}
+
+func (c *objectCache) get(k cacheKey) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.items[k]
+	if !ok {
+		return nil, false
 	}
-	v, ok := c.old[h]
-	if ok {
-		delete(c.old, h)
-		c.put(h, v)
-	}
-	return v, ok
+	c.lru.MoveToFront(e)
+	return e.Value.(*cacheItem).val, true
 }
 
-func (c *genCache[V]) put(h plumbing.Hash, v V) {
-	if _, ok := c.cur[h]; ok {
+// put keeps v, evicting the least recently used values beyond the budget.
+// A value larger than an eighth of the budget is not kept: it would flush
+// the working set of every other repository.
+func (c *objectCache) put(k cacheKey, v any, size int64) {
+	if size > c.limit/8 {
 		return
 	}
-	w := c.weight(v)
-	if c.curW+w > c.limit && len(c.cur) > 0 {
-		c.old, c.cur, c.curW = c.cur, map[plumbing.Hash]V{}, 0
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		c.lru.MoveToFront(e)
+		return
 	}
-	c.cur[h] = v
-	c.curW += w
+	c.items[k] = c.lru.PushFront(&cacheItem{key: k, val: v, size: size})
+	c.used += size
+	for c.used > c.limit {
+		last := c.lru.Back()
+		it := last.Value.(*cacheItem)
+		c.lru.Remove(last)
+		delete(c.items, it.key)
+		c.used -= it.size
+	}
 }
+
+// dropRepo forgets one repository's values (go-git's Clear).
+func (c *objectCache) dropRepo(repo uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.lru.Front(); e != nil; {
+		next := e.Next()
+		if it := e.Value.(*cacheItem); it.key.repo == repo {
+			c.lru.Remove(e)
+			delete(c.items, it.key)
+			c.used -= it.size
+		}
+		e = next
+	}
+}
+
+// bytes reports the bytes accounted for; for tests.
+func (c *objectCache) bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
+// repoCache is one repository's view of the shared cache.
+type repoCache struct {
+	c    *objectCache
+	repo uint64
+}
+
+// Estimated heap bytes of the cached values, so that the budget bounds
+// the heap rather than the payload. A parsed tree measured 115 bytes an
+// entry with 9-byte names at 500 entries, 72 at 50 (Go 1.26 maps: slots of
+// a string header and an entry, load factor, growth by doubling).
+const (
+	itemOverhead  = 128 // list element, item, map slot
+	treeOverhead  = 400 // an empty map
+	entryOverhead = 104 // a tree entry's slot; plus its name's bytes
+)
+
+func (rc repoCache) commit(h plumbing.Hash) (*object.Commit, bool) {
+	v, ok := rc.c.get(cacheKey{rc.repo, kindCommit, h})
+	if !ok {
+		return nil, false
+	}
+	return v.(*object.Commit), true
+}
+
+func (rc repoCache) putCommit(h plumbing.Hash, c *object.Commit) {
+	size := itemOverhead + 256 + len(c.Message) + len(c.PGPSignature) +
+		len(c.Author.Name) + len(c.Author.Email) + len(c.Committer.Name) + len(c.Committer.Email) +
+		len(c.ParentHashes)*len(plumbing.Hash{}) + len(c.MergeTag) + len(c.Encoding)
+	rc.c.put(cacheKey{rc.repo, kindCommit, h}, c, int64(size))
+}
+
+// tree returns a parsed tree; the map is shared: callers must not modify it.
+func (rc repoCache) tree(h plumbing.Hash) (map[string]entry, bool) {
+	v, ok := rc.c.get(cacheKey{rc.repo, kindTree, h})
+	if !ok {
+		return nil, false
+	}
+	return v.(map[string]entry), true
+}
+
+func (rc repoCache) putTree(h plumbing.Hash, t map[string]entry) {
+	size := itemOverhead + treeOverhead
+	for name := range t {
+		size += entryOverhead + len(name)
+	}
+	rc.c.put(cacheKey{rc.repo, kindTree, h}, t, int64(size))
+}
+
+// goGitCache adapts the view to go-git's cache.Object, which its storage
+// consults before reading an object and fills after.
+type goGitCache repoCache
+
+func (g goGitCache) Put(o plumbing.EncodedObject) {
+	g.c.put(cacheKey{g.repo, kindEncoded, o.Hash()}, o, itemOverhead+o.Size())
+}
+
+func (g goGitCache) Get(h plumbing.Hash) (plumbing.EncodedObject, bool) {
+	v, ok := g.c.get(cacheKey{g.repo, kindEncoded, h})
+	if !ok {
+		return nil, false
+	}
+	return v.(plumbing.EncodedObject), true
+}
+
+func (g goGitCache) Clear() { g.c.dropRepo(g.repo) }

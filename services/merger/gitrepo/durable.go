@@ -17,6 +17,9 @@ type Options struct {
 	// OnFsync, if set, is called with the path of every file or directory
 	// fsynced, once the fsync succeeded; for tests and metrics.
 	OnFsync func(path string)
+	// CacheBytes bounds the objects kept across merges, all repositories
+	// together (cache.go); zero is DefaultCacheBytes.
+	CacheBytes int64
 }
 
 // durability is the Options' part every Repo carries.

@@ -218,7 +218,7 @@ func (r *Repo) planMerge(req MergeRequest, target, head *object.Commit, bases []
 	// The merge is the target's next head: the next merge into the branch
 	// starts from it.
 	c.Hash = obj.Hash()
-	r.commits.put(c.Hash, c)
+	r.objects.putCommit(c.Hash, c)
 	if r.ensureGraph(c.ParentHashes...) == nil {
 		r.graph.add(c)
 	}

@@ -24,15 +24,15 @@ type Repo struct {
 	hooks   hooks
 	durable durability
 
-	mu    sync.Mutex // guards st and the caches: go-git is not safe for concurrent use
-	st    *filesystem.Storage
-	cache cache.Object // go-git's object cache, kept across merges
-	// Parsed objects and the commit graph, kept across merges (cache.go,
-	// graph.go).
-	commits *genCache[*object.Commit]
-	trees   *genCache[map[string]entry]
-	graph   *commitGraph
-	holder  *holderFile // this process's lock record (reflock.go)
+	mu sync.Mutex // guards st and the caches: go-git is not safe for concurrent use
+	st *filesystem.Storage
+	// The repository's view of the Repos' shared object cache (cache.go),
+	// and go-git's one onto it.
+	objects repoCache
+	cache   cache.Object
+	graph   *commitGraph // kept across merges (graph.go)
+	lastUse uint64       // Repos.clock at the last Open; guarded by the Repos' mutex
+	holder  *holderFile  // this process's lock record (reflock.go)
 }
 
 // retryPolicy bounds how often, and how patiently, a merge retries when the
@@ -115,14 +115,14 @@ func (r *Repo) session() (end func()) {
 // commit is not bound to a storage: go-git methods that load other
 // objects (Parents, Tree, MergeBase) must not be called on it.
 func (r *Repo) commit(h plumbing.Hash) (*object.Commit, error) {
-	if c, ok := r.commits.get(h); ok {
+	if c, ok := r.objects.commit(h); ok {
 		return c, nil
 	}
 	c, err := r.readCommit(h)
 	if err != nil {
 		return nil, err
 	}
-	r.commits.put(h, c)
+	r.objects.putCommit(h, c)
 	return c, nil
 }
 

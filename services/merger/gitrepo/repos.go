@@ -10,9 +10,7 @@ import (
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/config"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -20,8 +18,9 @@ import (
 
 // Repos gives access to the bare repositories under one root directory,
 // repository "owner/name" living at <root>/<owner>/<name>.git. It keeps every
-// repository it opened (for the life of the Repos), so that go-git's object
-// cache is reused across merges.
+// repository it opened (for the life of the Repos); the objects and commit
+// graphs kept across merges are bounded for all of them together
+// (cache.go, graphbudget.go).
 //
 // Repos is safe for concurrent use. Each repository has one mutex that its
 // merges hold (go-git is not safe for concurrent use); different
@@ -32,13 +31,16 @@ type Repos struct {
 	root    string
 	durable durability
 
-	mu    sync.Mutex
-	repos map[string]*Repo
-}
+	cache *objectCache // shared by all its repositories (cache.go)
 
-// objectCacheSize bounds go-git's object cache per open repository (its
-// default is 96 MiB, too much to keep for every repository of a forge).
-const objectCacheSize = 16 * cache.MiByte
+	mu     sync.Mutex
+	repos  map[string]*Repo
+	nextID uint64 // the cache's key of the next repository opened
+	// The commit graphs' bound (graphbudget.go): a use counter, and the
+	// commits all graphs may hold.
+	clock      uint64
+	graphLimit int
+}
 
 // NewRepos returns the repositories under root, which must be an existing
 // directory, with the default Options (durability "process").
@@ -60,7 +62,14 @@ func NewReposWithOptions(root string, opts Options) (*Repos, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("repos dir %q is not a directory", abs)
 	}
-	return &Repos{root: abs, repos: map[string]*Repo{}, durable: durability{sync: opts.Sync, onFsync: opts.OnFsync}}, nil
+	budget := opts.CacheBytes
+	if budget <= 0 {
+		budget = DefaultCacheBytes
+	}
+	return &Repos{
+		root: abs, repos: map[string]*Repo{}, cache: newObjectCache(budget), graphLimit: maxGraphNodesTotal,
+		durable: durability{sync: opts.Sync, onFsync: opts.OnFsync},
+	}, nil
 }
 
 // Open returns the bare repository "owner/name"; ErrInvalid for a malformed
@@ -73,6 +82,7 @@ func (rs *Repos) Open(repo string) (*Repo, error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if r, ok := rs.repos[repo]; ok {
+		rs.noteUse(r)
 		return r, nil
 	}
 	if !isBareRepo(dir) {
@@ -80,6 +90,7 @@ func (rs *Repos) Open(repo string) (*Repo, error) {
 	}
 	r := rs.newRepo(repo, dir)
 	rs.repos[repo] = r
+	rs.noteUse(r)
 	return r, nil
 }
 
@@ -123,14 +134,14 @@ func initBare(dir string) error {
 	return r.SetConfig(cfg)
 }
 
+// newRepo: callers hold rs.mu.
 func (rs *Repos) newRepo(repo, dir string) *Repo {
-	c := cache.NewObjectLRU(objectCacheSize)
-	st := filesystem.NewStorage(osfs.New(dir), c)
+	rs.nextID++
+	view := repoCache{c: rs.cache, repo: rs.nextID}
+	st := filesystem.NewStorage(osfs.New(dir), goGitCache(view))
 	return &Repo{
-		name: repo, dir: dir, st: st, cache: c, retry: defaultRetry, durable: rs.durable,
-		commits: newGenCache(commitCacheSize, func(*object.Commit) int { return 1 }),
-		trees:   newGenCache(treeCacheSize, func(t map[string]entry) int { return len(t) + 1 }),
-		graph:   newCommitGraph(),
+		name: repo, dir: dir, st: st, objects: view, cache: goGitCache(view),
+		retry: defaultRetry, durable: rs.durable, graph: newCommitGraph(),
 	}
 }
 

@@ -34,7 +34,7 @@ func (r *Repo) readTree(h plumbing.Hash) (map[string]entry, error) {
 	if h.IsZero() {
 		return map[string]entry{}, nil
 	}
-	if entries, ok := r.trees.get(h); ok {
+	if entries, ok := r.objects.tree(h); ok {
 		return entries, nil
 	}
 	entries := map[string]entry{}
@@ -48,7 +48,7 @@ func (r *Repo) readTree(h plumbing.Hash) (map[string]entry, error) {
 		}
 		entries[e.Name] = entry{mode: e.Mode, hash: e.Hash}
 	}
-	r.trees.put(h, entries)
+	r.objects.putTree(h, entries)
 	return entries, nil
 }
 

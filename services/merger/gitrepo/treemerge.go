@@ -203,7 +203,7 @@ func (m *treeMerge) encodeTree(entries []object.TreeEntry) (plumbing.Hash, error
 	for _, e := range entries {
 		parsed[e.Name] = entry{mode: e.Mode, hash: e.Hash}
 	}
-	m.r.trees.put(obj.Hash(), parsed)
+	m.r.objects.putTree(obj.Hash(), parsed)
 	return obj.Hash(), nil
 }
 
