@@ -101,46 +101,8 @@ func (m *treeMerge) mergeBlobs(bh, oh, th plumbing.Hash) (merged string, why str
 			return "", "binary file changed on both sides", nil
 		}
 	}
-	merged, why = mergeLines(texts[0], texts[1], texts[2])
+	merged, why = mergeLines(texts[0], texts[1], texts[2], lineStyleText)
 	return merged, why, nil
-}
-
-// mergeLines is the line merge of three texts: the result, or why there is
-// none. The result is xdiff's merge of our two diffs (xmerge.go), and it is
-// accepted only if the anchored merge (anchors.go) — which does not depend
-// on how any diff aligns the files — reaches the very same text.
-func mergeLines(baseText, oursText, theirsText string) (string, string) {
-	base, ours, theirs := splitLines(baseText), splitLines(oursText), splitLines(theirsText)
-	if middle(base, ours) > maxLineMergeDiff || middle(base, theirs) > maxLineMergeDiff {
-		return "", "content changed on both sides; too many changed lines to merge line by line"
-	}
-	dOurs, ok1 := diffLines(baseText, oursText, base, ours)
-	dTheirs, ok2 := diffLines(baseText, theirsText, base, theirs)
-	if !ok1 || !ok2 {
-		return "", "content changed on both sides; the line diff failed"
-	}
-	merged, clean := xmerge(base, ours, theirs, dOurs.hunks, dTheirs.hunks)
-	if !clean {
-		return "", "content conflict: both sides changed the same or adjacent lines"
-	}
-	anchored, certain := anchoredMerge(base, ours, theirs, anchors(base, ours, theirs, dOurs, dTheirs))
-	if !certain || anchored != merged {
-		return "", "content changed on both sides near each other, with no unique unchanged line between the changes (a line merge might not match git's)"
-	}
-	return merged, ""
-}
-
-// middle counts the lines of a and b outside their common beginning and end.
-func middle(a, b []string) int {
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
-	return len(a) + len(b) - 2*(pre+suf)
 }
 
 // isBinary is git's buffer_is_binary: a NUL byte among the first 8000.

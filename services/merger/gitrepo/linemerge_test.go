@@ -56,7 +56,7 @@ func TestMergeLinesSemantics(t *testing.T) {
 		{"emptied on both sides, one also adds", base, "", "new\n", ""},
 		{"everything rewritten identically", base, "a\nb\n", "a\nb\n", "a\nb\n"},
 	} {
-		got, why := mergeLines(tc.base, tc.ours, tc.theirs)
+		got, why := mergeLines(tc.base, tc.ours, tc.theirs, lineStyleText)
 		if (why == "") != (tc.want != "") || got != tc.want {
 			t.Errorf("%s: mergeLines = %q (%s), want %q", tc.name, got, why, tc.want)
 		}
@@ -94,12 +94,12 @@ func gitMergeFile(t *testing.T, base, ours, theirs string) (string, bool) {
 	return "", false
 }
 
-// TestXmergeMatchesGitMergeFile: the hunk merge is xdiff's. On random
-// edits of files whose lines are all different and whose insertions are
-// new lines, every diff aligns the files the same way, so xmerge must agree
-// with `git merge-file` on every case: clean or not, and the merged text.
-// The anchored check, for its part, must never refuse a clean merge there.
-func TestXmergeMatchesGitMergeFile(t *testing.T) {
+// TestMergeLinesMatchesGitMergeFile: the merge rules are xdiff's. On
+// random edits of files whose lines are all different and whose
+// insertions are new lines, every diff aligns the files the same way, so
+// mergeLines must agree with `git merge-file` (which runs the same merge
+// over its own diff) on every case: clean or not, and the merged text.
+func TestMergeLinesMatchesGitMergeFile(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -107,7 +107,7 @@ func TestXmergeMatchesGitMergeFile(t *testing.T) {
 	if testing.Short() {
 		n = 60
 	}
-	var clean, conflict, refused int
+	var clean, conflict int
 	for i := range n {
 		rnd := rand.New(rand.NewPCG(7, uint64(i)))
 		g := &lineGen{rnd: rnd}
@@ -120,28 +120,20 @@ func TestXmergeMatchesGitMergeFile(t *testing.T) {
 			theirs = g.edit(theirs)
 		}
 		bt, ot, tt := strings.Join(base, ""), strings.Join(ours, ""), strings.Join(theirs, "")
-		dOurs, _ := diffLines(bt, ot, base, ours)
-		dTheirs, _ := diffLines(bt, tt, base, theirs)
-		got, ok := xmerge(base, ours, theirs, dOurs.hunks, dTheirs.hunks)
+		got, why := mergeLines(bt, ot, tt, lineStyleText)
 		want, gitOK := gitMergeFile(t, bt, ot, tt)
-		if ok != gitOK || ok && got != want {
-			t.Errorf("case %d: xmerge = %q (clean %v), git merge-file = %q (clean %v)\nbase %q\nours %q\ntheirs %q",
-				i, got, ok, want, gitOK, bt, ot, tt)
+		if (why == "") != gitOK || gitOK && got != want {
+			t.Errorf("case %d: mergeLines = %q (%s), git merge-file = %q (clean %v)\nbase %q\nours %q\ntheirs %q",
+				i, got, why, want, gitOK, bt, ot, tt)
 			continue
 		}
-		if !ok {
+		if gitOK {
+			clean++
+		} else {
 			conflict++
-			continue
-		}
-		clean++
-		if merged, why := mergeLines(bt, ot, tt); why != "" {
-			refused++
-			t.Logf("case %d: anchored check refused a clean merge: %s", i, why)
-		} else if merged != want {
-			t.Errorf("case %d: mergeLines = %q, git = %q", i, merged, want)
 		}
 	}
-	t.Logf("%d cases: %d clean, %d conflicts; the anchored check refused %d clean ones", n, clean, conflict, refused)
+	t.Logf("%d cases: %d clean, %d conflicts, all as git merge-file", n, clean, conflict)
 }
 
 // lineGen makes files of distinct lines and random edits of them.
@@ -194,12 +186,12 @@ func (g *lineGen) edit(in []string) []string {
 	return out
 }
 
-// TestMergeLinesMovedBlocks probes the anchored check where diffs disagree
+// TestMergeLinesMovedBlocks probes the alignment where diffs disagree
 // most: blocks of lines moved within a file, repeated lines ("}", blank),
 // and the other side editing near them. git (merge-ort's histogram diff) is
-// the oracle; the property is that every line merge mergeLines accepts is
-// git's, to the byte, and that git finds it clean. (Without the check's
-// rule against moves across an anchor, this test finds merges git refuses.)
+// the oracle: mergeLines must reach git's outcome on every case, and a
+// clean merge must be git's to the byte. (With a Myers alignment instead
+// of git's, this test finds merges git refuses and conflicts git merges.)
 // -gitrepo.movecases=N runs more.
 func TestMergeLinesMovedBlocks(t *testing.T) {
 	n := *moveCases
@@ -240,8 +232,11 @@ func TestMergeLinesMovedBlocks(t *testing.T) {
 		if clean {
 			gitClean++
 		}
-		merged, why := mergeLines(c.base, c.ours, c.theirs)
+		merged, why := mergeLines(c.base, c.ours, c.theirs, lineStyleText)
 		if why != "" {
+			if clean {
+				t.Errorf("case %d: refused (%s), but git merges\nbase   %q\nours   %q\ntheirs %q", i, why, c.base, c.ours, c.theirs)
+			}
 			continue
 		}
 		accepted++
@@ -253,7 +248,7 @@ func TestMergeLinesMovedBlocks(t *testing.T) {
 			t.Errorf("case %d: merged to %q, not git's\nbase   %q\nours   %q\ntheirs %q", i, merged, c.base, c.ours, c.theirs)
 		}
 	}
-	t.Logf("%d moved-block cases: git clean %d, accepted %d (all of them git's)", n, gitClean, accepted)
+	t.Logf("%d moved-block cases: git clean %d, merged %d", n, gitClean, accepted)
 }
 
 var moveCases = flag.Int("gitrepo.movecases", envInt("GITREPO_MOVE_CASES", 300), "cases TestMergeLinesMovedBlocks runs")
