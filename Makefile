@@ -10,10 +10,17 @@ TEST_TIMEOUT ?= 20m
 FUZZTIME_SHORT ?= 10000x
 FUZZTIME ?= 1m
 
-.PHONY: test quick vet build demo dev tidy fmt fuzz fuzz-short
+.PHONY: test quick vet build demo dev tidy fmt fuzz fuzz-short merge-sweep
 
+# The merger's differential corpus (gitrepo TestMergeCorpus) writes its
+# figures per kind here; go test hides a passing package's log, so test
+# prints them.
+CORPUS_SUMMARY := $(CURDIR)/.merge-corpus-summary
+test: export PRSAGA_CORPUS_SUMMARY = $(CORPUS_SUMMARY)
 test: vet
+	@rm -f $(CORPUS_SUMMARY)
 	@set -e; for m in $(MODULES); do echo "== go test -race $$m"; (cd $$m && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...); done
+	@cat $(CORPUS_SUMMARY) 2>/dev/null || echo "merge corpus: no figures (TestMergeCorpus skipped?)"
 	@[ -n "$$PRSAGA_TEST_YDB" ] || echo "storetest: YDB skipped: PRSAGA_TEST_YDB not set (the conformance suite ran on SQLite only)"
 	$(call run-fuzz,$(FUZZTIME_SHORT))
 
@@ -37,6 +44,14 @@ fuzz-short:
 
 fuzz:
 	$(call run-fuzz,$(FUZZTIME))
+
+# A larger run of the merger's differential corpus (20,000 merges against
+# git merge-tree; no -race): MERGE_SWEEP_CASES, MERGE_SWEEP_SEED to vary.
+MERGE_SWEEP_CASES ?= 20000
+MERGE_SWEEP_SEED ?= 20261201
+merge-sweep:
+	cd services/merger && $(GO) test -count=1 -timeout 60m -run '^TestMergeCorpus$$' -v ./gitrepo \
+	  -gitrepo.corpus=$(MERGE_SWEEP_CASES) -gitrepo.corpusseed=$(MERGE_SWEEP_SEED)
 
 quick:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) test -count=1 -short ./...); done

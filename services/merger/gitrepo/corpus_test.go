@@ -460,6 +460,7 @@ func makeCase(t *testing.T, files []string, seed uint64, i int) corpusCase {
 // corpusStats counts one kind's outcomes.
 type corpusStats struct {
 	cases, same, bothConflict, refused, different, mergedGitConflict int
+	reasons                                                          map[string]int // of the refusals
 }
 
 func (s corpusStats) agree() int { return s.same + s.bothConflict }
@@ -555,7 +556,11 @@ func TestMergeCorpus(t *testing.T) {
 			s.bothConflict++
 		case gitClean && tree == "":
 			s.refused++
-			if *corpusOnly >= 0 || testing.Verbose() {
+			if s.reasons == nil {
+				s.reasons = map[string]int{}
+			}
+			s.reasons[why]++
+			if *corpusOnly >= 0 {
 				t.Logf("kind %s, case %d: refused what git merges: %s", c.kind, c.index, why)
 			}
 		case gitClean:
@@ -638,6 +643,16 @@ func TestMergeCorpus(t *testing.T) {
 		total.mergedGitConflict += s.mergedGitConflict
 		fmt.Fprintf(&sb, "  %-14s %5d  same %5d (%d+%d) %6.2f%%  refused %4d  different %d  merged-git-conflict %d%s\n",
 			k, s.cases, s.agree(), s.same, s.bothConflict, pct(s.agree(), s.cases), s.refused, s.different, s.mergedGitConflict, mark)
+		whys := make([]string, 0, len(s.reasons))
+		for w := range s.reasons {
+			whys = append(whys, w)
+		}
+		sort.Slice(whys, func(a, b int) bool {
+			return s.reasons[whys[a]] > s.reasons[whys[b]] || s.reasons[whys[a]] == s.reasons[whys[b]] && whys[a] < whys[b]
+		})
+		for _, w := range whys[:min(len(whys), 3)] {
+			fmt.Fprintf(&sb, "      refused %d×: %.160s\n", s.reasons[w], w)
+		}
 	}
 	fmt.Fprintf(&sb, "  %-14s %5d  same %5d %6.2f%%  refused %4d  different %d  merged-git-conflict %d\n",
 		"total", total.cases, total.agree(), pct(total.agree(), total.cases), total.refused, total.different, total.mergedGitConflict)

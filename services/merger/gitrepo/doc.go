@@ -4,17 +4,21 @@
 // go-git only fast-forwards, so the three-way merge is built here on go-git's
 // object model: a tree-level merge (treemerge.go) that takes whatever only
 // one side changed, merges the mode and the lines of a regular file both
-// sides changed as git does (filemerge.go: line diffs from sergi/go-diff,
-// xdiff's hunk merge ported in xmerge.go), and reports every other path
-// both sides changed differently as a conflict. It never guesses: where
-// git's own merge (merge-ort) might reach a different clean result —
-// renames, a directory one side removed and the other adds to, symlink and
-// submodule changes on both sides, unusual file modes, criss-cross
-// histories, line changes whose alignment a diff could choose differently
-// (anchors.go), binary files, merge attributes — it reports a conflict
+// sides changed as git does (filemerge.go), and reports every other path
+// both sides changed differently as a conflict. The line merge is this
+// package's own code, written from the algorithms' published descriptions:
+// each side aligned with the base by a histogram diff with git's sliding
+// of change groups (linediff.go), then the two sides' changes merged by
+// the rules of git's merge, including its union style (linemerge.go). It
+// never guesses: where git's own merge (merge-ort) might reach a different
+// clean result — renames, a directory one side removed and the other adds
+// to, symlink and submodule changes on both sides, unusual file modes,
+// criss-cross histories, binary files, merge attributes, lines repeated so
+// often that git aligns them with another diff — it reports a conflict
 // instead. Every clean tree it writes is the tree `git merge-tree
 // --write-tree <target> <head>` writes; the differential tests hold it to
-// that against the git command.
+// that against the git command, on random histories and on a corpus of
+// merges built from real source text (corpus_test.go).
 //
 // New objects are written before the branch moves (and fsynced first in
 // PRSAGA_DURABILITY=sync, Options.Sync), and the branch is moved under

@@ -20,15 +20,21 @@ import (
 // handle_content_merge does it: modes first, then the contents — taken
 // whole when only one side changed them, else merged line by line.
 
-// Limits of the line merge; beyond them the file is a conflict. They bound
-// the memory of a merge and the diff's worst case, O((n+m)·d).
+// Limits of the line merge; beyond them the file is a conflict (git would
+// merge it: these are refusals, never different results). They bound the
+// memory of a merge and the time of its diffs.
 const (
-	// maxLineMergeSize is the largest blob merged line by line.
+	// maxLineMergeSize is the largest blob merged line by line: three
+	// texts, their lines and their diffs are held in memory at once.
 	maxLineMergeSize = 8 << 20
 	// maxLineMergeDiff bounds the lines a diff has to align: the lines of
-	// base and side left after their common beginning and end (measured
-	// worst case, every line different: about 3 s). A large file changed at
-	// its start and its end is therefore not merged line by line.
+	// base and side left after their common beginning and end. The
+	// histogram diff's time grows with the lines of a region times the
+	// occurrences (at most 64) of its repeated lines, and can approach
+	// quadratic when the match it keeps is small each time; the bound keeps
+	// such a merge within seconds (BenchmarkLineMergeWorst). A large file
+	// changed at its start and its end is therefore not merged line by
+	// line.
 	maxLineMergeDiff = 50000
 	// binaryProbe is how much of a blob git searches for a NUL byte to
 	// call it binary (xdiff-interface.c, FIRST_FEW_BYTES).

@@ -9,18 +9,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // TestHistogramDiffMatchesGit holds the alignment (histogram diff, then
 // compaction) to `git diff --histogram --no-indent-heuristic` on random
 // files drawn from few distinct lines — the case where alignments differ:
 // repeated "}", blank lines, "return nil". Every changed line must be the
-// one git marks.
+// one git marks. GITREPO_HISTOGRAM_CASES=N runs more.
 func TestHistogramDiffMatchesGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
-	n := 400
+	n := envInt("GITREPO_HISTOGRAM_CASES", 400)
 	if testing.Short() {
 		n = 80
 	}
@@ -118,4 +120,44 @@ func hunkStart(t *testing.T, s string) int {
 		return n // an empty range sits after line n
 	}
 	return n - 1
+}
+
+// TestMergeIgnoresIndentHeuristic: git's merge aligns without the indent
+// heuristic that `git diff` applies by default. Here the heuristic puts
+// ours' insertion right after the line theirs changes (a conflict), while
+// plain compaction puts it one line further down (clean): git merges it,
+// and so must mergeLines, to git's text.
+func TestMergeIgnoresIndentHeuristic(t *testing.T) {
+	base := "\t\treturn err\n\t}\n}\n\n\n\t}\n\treturn nil\n"
+	ours := "\t\treturn err\n\t}\n}\n\n\n\t}\n\t\treturn err\n\treturn nil\n\t}\n\t\treturn err\n\t}\n\treturn nil\n"
+	theirs := "\t\treturn err\n\t}\n}\n\nX\n\t}\n\treturn nil\n"
+	f := newFixture(t)
+	dir := t.TempDir()
+	pa, pb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := os.WriteFile(pa, []byte(base), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pb, []byte(ours), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	withHeuristic, _ := f.gitErr(dir, "", "diff", "--no-index", "--histogram", "--indent-heuristic", "-U0", "a", "b")
+	without, _ := f.gitErr(dir, "", "diff", "--no-index", "--histogram", "--no-indent-heuristic", "-U0", "a", "b")
+	if !strings.Contains(withHeuristic, "@@ -5,0 ") || !strings.Contains(without, "@@ -6,0 ") {
+		t.Fatalf("the case no longer tells the two alignments apart:\n%s\n%s", withHeuristic, without)
+	}
+	shas := f.build(
+		commitSpec{ref: "base", files: map[string]file{"f": reg(base)}},
+		commitSpec{ref: "ours", parents: []string{"base"}, files: map[string]file{"f": reg(ours)}},
+		commitSpec{ref: "theirs", parents: []string{"base"}, files: map[string]file{"f": reg(theirs)}})
+	tree, clean := f.mergeTree(shas["ours"], shas["theirs"])
+	if !clean {
+		t.Fatal("git merge-tree conflicts: git's merge now uses the indent heuristic")
+	}
+	merged, why := mergeLines(base, ours, theirs, lineStyleText)
+	if why != "" {
+		t.Fatalf("mergeLines refused: %s", why)
+	}
+	if got, want := plumbing.ComputeHash(plumbing.BlobObject, []byte(merged)).String(), f.rev(tree+":f"); got != want {
+		t.Errorf("merged %q, not git's", merged)
+	}
 }
