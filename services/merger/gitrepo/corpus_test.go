@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -41,6 +42,9 @@ var (
 )
 
 const minCorpusAgreement = 0.995
+
+// corpusShard is how many cases share a repository.
+const corpusShard = 100
 
 // pendingKinds are the kinds the tree-level merge refuses today because
 // that part of issue 13 is under way on another branch: they are kept out
@@ -491,20 +495,14 @@ func TestMergeCorpus(t *testing.T) {
 		cases[k] = makeCase(t, files, seed, i)
 	}
 
-	// Everything but the union kind merges in one repository; the union
-	// kind in one whose info/attributes says merge=union.
-	f, fu := newFixture(t), newFixture(t)
-	if err := os.WriteFile(filepath.Join(fu.bare, "info", "attributes"), []byte("* merge=union\n"), 0o666); err != nil {
-		t.Fatal(err)
-	}
-	build := func(fx *fixture, pick func(c *corpusCase) bool) []builtCase {
+	// Cases are merged in shards of corpusShard, a repository each: every
+	// Merge opens its repository's pack index, which grows with the pack.
+	// The union kind merges in repositories whose info/attributes says
+	// merge=union.
+	build := func(fx *fixture, cs []*corpusCase) []builtCase {
 		var specs []commitSpec
 		var bs []builtCase
-		for k := range cases {
-			c := &cases[k]
-			if !pick(c) {
-				continue
-			}
+		for _, c := range cs {
 			prefix := fmt.Sprintf("c%d-", c.index)
 			for _, s := range c.commits {
 				s.ref = prefix + s.ref
@@ -517,19 +515,21 @@ func TestMergeCorpus(t *testing.T) {
 			}
 			bs = append(bs, builtCase{c: c, oursRef: prefix + c.ours, thRef: prefix + c.theirs})
 		}
-		if len(specs) == 0 {
-			return nil
-		}
-		shas := fx.build(specs...)
+		shas := fastImport(t, fx, specs)
 		for k := range bs {
 			bs[k].ours, bs[k].theirs = shas[bs[k].oursRef], shas[bs[k].thRef]
 		}
 		return bs
 	}
-	isUnion := func(c *corpusCase) bool { return c.kind == "union" }
-	plain := build(f, func(c *corpusCase) bool { return !isUnion(c) })
-	union := build(fu, isUnion)
-
+	var plainCases, unionCases []*corpusCase
+	for k := range cases {
+		if cases[k].kind == "union" {
+			unionCases = append(unionCases, &cases[k])
+		} else {
+			plainCases = append(plainCases, &cases[k])
+		}
+	}
+	var tBuild, tGit, tMerge time.Duration
 	stats := map[string]*corpusStats{}
 	fail := func(c *corpusCase, format string, args ...any) {
 		t.Errorf("kind %s, case %d (seed %d; rerun with -gitrepo.corpusseed=%d -gitrepo.corpusonly=%d): %s",
@@ -572,49 +572,68 @@ func TestMergeCorpus(t *testing.T) {
 		}
 	}
 
-	gitResults := mergeTreeBatch(t, f, plain)
-	for k, b := range plain {
-		res, err := f.repo.Merge(request(b.thRef, b.oursRef, b.theirs, StrategyMerge, b.c.index+1))
-		tree, why := "", ""
-		var ce *ConflictError
-		switch {
-		case err == nil:
-			mc, err := f.repo.commit(plumbing.NewHash(res.MergeSHA))
-			if err != nil {
-				t.Fatal(err)
+	for from := 0; from < len(plainCases); from += corpusShard {
+		f := newFixture(t)
+		phase := time.Now()
+		plain := build(f, plainCases[from:min(from+corpusShard, len(plainCases))])
+		tBuild += time.Since(phase)
+		phase = time.Now()
+		gitResults := mergeTreeBatch(t, f, plain)
+		tGit += time.Since(phase)
+		phase = time.Now()
+		for k, b := range plain {
+			res, err := f.repo.Merge(request(b.thRef, b.oursRef, b.theirs, StrategyMerge, b.c.index+1))
+			tree, why := "", ""
+			var ce *ConflictError
+			switch {
+			case err == nil:
+				mc, err := f.repo.commit(plumbing.NewHash(res.MergeSHA))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tree = mc.TreeHash.String()
+			case errors.As(err, &ce):
+				why = ce.Error()
+			default:
+				t.Fatalf("kind %s, case %d: Merge: %v", b.c.kind, b.c.index, err)
 			}
-			tree = mc.TreeHash.String()
-		case errors.As(err, &ce):
-			why = ce.Error()
-		default:
-			t.Fatalf("kind %s, case %d: Merge: %v", b.c.kind, b.c.index, err)
+			record(b.c, gitResults[k].tree, gitResults[k].clean, tree, why)
 		}
-		record(b.c, gitResults[k].tree, gitResults[k].clean, tree, why)
+		tMerge += time.Since(phase)
 	}
 
-	// Union: git's tree from the repository with the attribute; ours is
+	// Union: git's tree from a repository with the attribute; ours is
 	// mergeLines' text in place of the file in that same tree.
-	unionResults := mergeTreeBatch(t, fu, union)
-	var blobQueries []string
-	for k, b := range union {
-		blobQueries = append(blobQueries, unionResults[k].tree+":"+b.c.unionPath)
-	}
-	blobs := catFileBatchCheck(t, fu, blobQueries)
-	for k, b := range union {
-		c, r := b.c, unionResults[k]
-		merged, why := mergeLines(c.unionBase, c.unionO, c.unionT, lineStyleUnion)
-		tree := ""
-		if why == "" {
-			// The file's blob stands for the tree: the rest of it is the
-			// unchanged other file, which the tree-level merge takes.
-			if got := plumbing.ComputeHash(plumbing.BlobObject, []byte(merged)).String(); r.clean && got == blobs[k] {
-				tree = r.tree
-			} else {
-				tree = "blob " + got
-			}
+	for from := 0; from < len(unionCases); from += corpusShard {
+		fu := newFixture(t)
+		if err := os.WriteFile(filepath.Join(fu.bare, "info", "attributes"), []byte("* merge=union\n"), 0o666); err != nil {
+			t.Fatal(err)
 		}
-		record(c, r.tree, r.clean, tree, why)
+		union := build(fu, unionCases[from:min(from+corpusShard, len(unionCases))])
+		unionResults := mergeTreeBatch(t, fu, union)
+		var blobQueries []string
+		for k, b := range union {
+			blobQueries = append(blobQueries, unionResults[k].tree+":"+b.c.unionPath)
+		}
+		blobs := catFileBatchCheck(t, fu, blobQueries)
+		for k, b := range union {
+			c, r := b.c, unionResults[k]
+			merged, why := mergeLines(c.unionBase, c.unionO, c.unionT, lineStyleUnion)
+			tree := ""
+			if why == "" {
+				// The file's blob stands for the tree: the rest of it is the
+				// unchanged other file, which the tree-level merge takes.
+				if got := plumbing.ComputeHash(plumbing.BlobObject, []byte(merged)).String(); r.clean && got == blobs[k] {
+					tree = r.tree
+				} else {
+					tree = "blob " + got
+				}
+			}
+			record(c, r.tree, r.clean, tree, why)
+		}
 	}
+	t.Logf("fast-import %s, git merge-tree %s, Merge %s (plain kinds)",
+		tBuild.Round(time.Millisecond), tGit.Round(time.Millisecond), tMerge.Round(time.Millisecond))
 
 	// The figures.
 	kinds := make([]string, 0, len(stats))
@@ -722,6 +741,60 @@ type builtCase struct {
 	c              *corpusCase
 	ours, theirs   string // shas
 	oursRef, thRef string
+}
+
+// fastImport writes commits with one `git fast-import` run and returns
+// each ref's sha (from the marks it exports: no git run per ref).
+func fastImport(t *testing.T, f *fixture, specs []commitSpec) map[string]string {
+	t.Helper()
+	var b strings.Builder
+	marks := map[string]int{}
+	for i, s := range specs {
+		mark := i + 1
+		fmt.Fprintf(&b, "commit refs/heads/%s\nmark :%d\ncommitter C <c@example.com> %d +0000\ndata 7\ncommit\n",
+			s.ref, mark, 1735689600+int64(i))
+		for j, p := range s.parents {
+			m, ok := marks[p]
+			if !ok {
+				t.Fatalf("fastImport: parent %s of %s comes later", p, s.ref)
+			}
+			verb := "from"
+			if j > 0 {
+				verb = "merge"
+			}
+			fmt.Fprintf(&b, "%s :%d\n", verb, m)
+		}
+		b.WriteString("deleteall\n")
+		paths := make([]string, 0, len(s.files))
+		for p := range s.files {
+			paths = append(paths, p)
+		}
+		sort.Strings(paths)
+		for _, p := range paths {
+			fl := s.files[p]
+			fmt.Fprintf(&b, "M %s inline %s\ndata %d\n%s\n", fl.mode, p, len(fl.content), fl.content)
+		}
+		b.WriteString("\n")
+		marks[s.ref] = mark
+	}
+	marksFile := filepath.Join(t.TempDir(), "marks")
+	if _, err := f.gitErr("", b.String(), "fast-import", "--quiet", "--force", "--export-marks="+marksFile); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(marksFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byMark := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		m, sha, _ := strings.Cut(l, " ")
+		byMark[m] = sha
+	}
+	shas := map[string]string{}
+	for ref, m := range marks {
+		shas[ref] = byMark[fmt.Sprintf(":%d", m)]
+	}
+	return shas
 }
 
 // catFileBatchCheck resolves object names to ids with one git run.
