@@ -279,3 +279,28 @@ func editLine(rnd *rand.Rand, ls []string, line string) []string {
 	}
 	return append(out[:a], out[a+1:]...)
 }
+
+// FuzzMergeLines: no input makes the line merge panic, and its answers
+// keep the rules' symmetries: a side equal to the base gives the other
+// side; the text merge of ours and theirs is that of theirs and ours; a
+// union merge never conflicts on text git could merge.
+func FuzzMergeLines(f *testing.F) {
+	f.Add("a\nb\nc\n", "a\nB\nc\n", "a\nb\nC\n")
+	f.Add("}\n\n}\n", "}\n\n}\n}\n", "\n}\n")
+	f.Add("x\r\ny", "x\r\nz", "w\r\ny")
+	f.Add("", "a\n", "b")
+	f.Fuzz(func(t *testing.T, base, ours, theirs string) {
+		m1, why1 := mergeLines(base, ours, theirs, lineStyleText)
+		m2, why2 := mergeLines(base, theirs, ours, lineStyleText)
+		if (why1 == "") != (why2 == "") || m1 != m2 {
+			t.Errorf("not symmetric: %q (%s) and %q (%s)", m1, why1, m2, why2)
+		}
+		if got, why := mergeLines(base, base, theirs, lineStyleText); why != "" || got != theirs {
+			t.Errorf("ours unchanged: %q (%s), want theirs", got, why)
+		}
+		u, whyU := mergeLines(base, ours, theirs, lineStyleUnion)
+		if whyU == "" && why1 == "" && u != m1 {
+			t.Errorf("union differs from a clean text merge: %q and %q", u, m1)
+		}
+	})
+}
