@@ -56,7 +56,7 @@ func TestMergeLinesSemantics(t *testing.T) {
 		{"emptied on both sides, one also adds", base, "", "new\n", ""},
 		{"everything rewritten identically", base, "a\nb\n", "a\nb\n", "a\nb\n"},
 	} {
-		got, why := mergeLines(tc.base, tc.ours, tc.theirs)
+		got, why := mergeLines(tc.base, tc.ours, tc.theirs, lineStyleText)
 		if (why == "") != (tc.want != "") || got != tc.want {
 			t.Errorf("%s: mergeLines = %q (%s), want %q", tc.name, got, why, tc.want)
 		}
@@ -134,7 +134,7 @@ func TestXmergeMatchesGitMergeFile(t *testing.T) {
 			continue
 		}
 		clean++
-		if merged, why := mergeLines(bt, ot, tt); why != "" {
+		if merged, why := mergeLines(bt, ot, tt, lineStyleText); why != "" {
 			refused++
 			t.Logf("case %d: anchored check refused a clean merge: %s", i, why)
 		} else if merged != want {
@@ -240,7 +240,7 @@ func TestMergeLinesMovedBlocks(t *testing.T) {
 		if clean {
 			gitClean++
 		}
-		merged, why := mergeLines(c.base, c.ours, c.theirs)
+		merged, why := mergeLines(c.base, c.ours, c.theirs, lineStyleText)
 		if why != "" {
 			continue
 		}

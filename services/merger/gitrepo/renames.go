@@ -116,7 +116,7 @@ func (m *treeMerge) blobSize(h plumbing.Hash, sizes map[plumbing.Hash]int64) (in
 	if s, ok := sizes[h]; ok {
 		return s, nil
 	}
-	s, err := m.r.st.EncodedObjectSize(h)
+	s, err := m.r.objectSize(h)
 	if err != nil {
 		return 0, fmt.Errorf("size of blob %s: %w", h, err)
 	}

@@ -26,10 +26,12 @@ import (
 // only if the whole merge is clean.
 type treeMerge struct {
 	r *Repo
-	// attrTrees are the root trees whose .gitattributes git could apply to
-	// a content merge: base, ours, theirs and HEAD's.
-	attrTrees []plumbing.Hash
-	blocked   *string // why no file may be line-merged ("" none); read once
+	// attrRoot is the tree whose .gitattributes say how contents merge:
+	// the target's (attributes.go); attrs is read from it when a first file
+	// needs a line merge.
+	attrRoot plumbing.Hash
+	attrs    *mergeAttributes
+	renorm   *string // why no file may be line-merged ("" none); read once
 
 	objects   []plumbing.EncodedObject // new blobs and trees, children before parents
 	conflicts []conflict
@@ -56,14 +58,12 @@ const (
 	removedByTheirs
 )
 
-// mergeTrees merges three root trees. It returns the result tree's hash
+// mergeTrees merges three root trees, with the merge attributes of tree
+// attrRoot (the target's; see attributes.go). It returns the result tree's hash
 // (the empty tree's if nothing is left) and the new tree objects to write,
 // or a *ConflictError.
-func (r *Repo) mergeTrees(base, ours, theirs plumbing.Hash) (plumbing.Hash, []plumbing.EncodedObject, error) {
-	m := &treeMerge{r: r, attrTrees: []plumbing.Hash{base, ours, theirs}}
-	if head, ok := r.headTree(); ok && head != base && head != ours && head != theirs {
-		m.attrTrees = append(m.attrTrees, head)
-	}
+func (r *Repo) mergeTrees(base, ours, theirs, attrRoot plumbing.Hash) (plumbing.Hash, []plumbing.EncodedObject, error) {
+	m := &treeMerge{r: r, attrRoot: attrRoot}
 	root, err := m.mergeDir("", base, ours, theirs, removedByNone)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
