@@ -22,9 +22,9 @@ import (
 // repository's own two-parent merge commits (parent 1 the target, parent 2
 // the PR head) through the merger's engine, in memory, and through `git
 // merge-tree --write-tree`, and compares. Nothing of the repository is
-// written: prsaga's new objects stay in memory, git's go to a temporary
-// object directory (the repository's objects are its alternate), and no
-// ref is touched. git is given the target's .gitattributes in a temporary
+// written, not even a file's time: prsaga's new objects stay in memory,
+// git works on a scratch copy of the object directory, and no ref is
+// touched. git is given the target's .gitattributes in a temporary
 // work tree, since that is what prsaga's merge reads (gitrepo/attributes.go).
 func cmdMergeCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	const use = "usage: prsaga merge-check --git-dir DIR [--sample N] [--seed S] [--strategy merge] [--git PATH] [--quiet]"
@@ -221,14 +221,16 @@ func (t *checkTally) print(w io.Writer, dir string, total, checked int, sampled 
 }
 
 // gitOracle runs `git merge-tree --write-tree` against the repository
-// without writing into it: its new objects go to a temporary object
-// directory, the repository's objects being the alternate; the target's
-// .gitattributes files are put in a temporary work tree (with a temporary
-// index), where git reads them from; user and system config are ignored,
-// so that only the repository's own config counts, as for prsaga.
+// without writing into it: git's object directory is a scratch copy of the
+// repository's (copied, not linked or used as an alternate: git "freshens"
+// an object it would write that already exists — it touches the pack or
+// loose file holding it, wherever that is), its index a temporary file; the
+// target's .gitattributes files are put in a temporary work tree, where git
+// reads them from; user and system config are ignored, so that only the
+// repository's own config counts, as for prsaga.
 type gitOracle struct {
 	bin, gitDir string
-	tmp         string // objects/, work/, index
+	tmp         string // objects/, work/, index, home/
 	env         []string
 }
 
@@ -238,19 +240,80 @@ func newGitOracle(bin, gitDir string) (*gitOracle, error) {
 		return nil, err
 	}
 	o := &gitOracle{bin: bin, gitDir: gitDir, tmp: tmp}
-	if err := os.MkdirAll(filepath.Join(tmp, "objects"), 0o755); err != nil {
+	objects := filepath.Join(tmp, "objects")
+	alternates, err := copyObjects(filepath.Join(gitDir, "objects"), objects)
+	if err != nil {
 		o.close()
-		return nil, err
+		return nil, fmt.Errorf("scratch copy of the objects: %w", err)
 	}
 	home := filepath.Join(tmp, "home")
 	o.env = append(os.Environ(),
-		"GIT_OBJECT_DIRECTORY="+filepath.Join(tmp, "objects"),
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(gitDir, "objects"),
+		"GIT_OBJECT_DIRECTORY="+objects,
 		"GIT_INDEX_FILE="+filepath.Join(tmp, "index"),
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+home, "XDG_CONFIG_HOME="+home,
 		"GIT_NO_REPLACE_OBJECTS=1", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0",
 	)
+	if len(alternates) > 0 {
+		// The repository borrows objects itself: git reads them there (and
+		// may freshen them, as it would for any merge in the repository).
+		o.env = append(o.env, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+strings.Join(alternates, string(os.PathListSeparator)))
+	}
 	return o, nil
+}
+
+// copyObjects copies an object directory's files (packs, loose objects)
+// into dst and returns the directories its info/alternates names.
+func copyObjects(src, dst string) ([]string, error) {
+	var alternates []string
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case rel == filepath.Join("info", "alternates"):
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+					if !filepath.IsAbs(l) {
+						l = filepath.Join(src, l)
+					}
+					alternates = append(alternates, l)
+				}
+			}
+			return nil
+		case !d.Type().IsRegular():
+			return nil
+		}
+		return copyFile(p, target)
+	})
+	return alternates, err
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func (o *gitOracle) close() { _ = os.RemoveAll(o.tmp) }
@@ -286,6 +349,9 @@ func (o *gitOracle) mergeTree(ours, theirs string, attrs map[string]string) (str
 	err := cmd.Run()
 	var exit *exec.ExitError
 	clean := err == nil
+	if err != nil && strings.Contains(errb.String(), "refusing to merge unrelated histories") {
+		return "", false, nil // a conflict for git, as for prsaga
+	}
 	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
 		return "", false, fmt.Errorf("git merge-tree %s %s: %v: %s", ours, theirs, err, strings.TrimSpace(errb.String()))
 	}

@@ -35,6 +35,9 @@ func (m *treeMerge) checkRenames(base, ours, theirs plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
+	if err := m.nameRenames(base, addOurs, addTheirs); err != nil {
+		return err
+	}
 	// Deleted on both sides — including inside subtrees both sides changed
 	// alike, which the tree merge never opens.
 	deletedByTheirs := map[string]bool{}

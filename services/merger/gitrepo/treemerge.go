@@ -155,9 +155,9 @@ func (m *treeMerge) mergeEntry(p string, b, o, t entry, removed removedBy) (entr
 func describeConflict(b, o, t entry) string {
 	switch {
 	case !o.present():
-		return "deleted by the target, changed by the PR"
+		return whyDeletedByOurs
 	case !t.present():
-		return "changed by the target, deleted by the PR"
+		return whyDeletedByTheirs
 	case o.isDir() != t.isDir() || b.present() && b.isDir() != o.isDir():
 		return "file/directory conflict"
 	case !b.present():
