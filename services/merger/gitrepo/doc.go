@@ -4,17 +4,30 @@
 // go-git only fast-forwards, so the three-way merge is built here on go-git's
 // object model: a tree-level merge (treemerge.go) that takes whatever only
 // one side changed, merges the mode and the lines of a regular file both
-// sides changed as git does (filemerge.go: line diffs from sergi/go-diff,
-// xdiff's hunk merge ported in xmerge.go), and reports every other path
-// both sides changed differently as a conflict. It never guesses: where
-// git's own merge (merge-ort) might reach a different clean result —
-// renames, a directory one side removed and the other adds to, symlink and
-// submodule changes on both sides, unusual file modes, criss-cross
-// histories, line changes whose alignment a diff could choose differently
-// (anchors.go), binary files, merge attributes — it reports a conflict
-// instead. Every clean tree it writes is the tree `git merge-tree
-// --write-tree <target> <head>` writes; the differential tests hold it to
-// that against the git command.
+// sides changed as git does (filemerge.go, with the line merge), and
+// reports every other path both sides changed differently as a conflict.
+// How a file's contents merge is decided by its `merge` attribute, read as
+// git reads gitattributes (attributes.go) from the repository's
+// info/attributes and the .gitattributes files of the TARGET's tree — the
+// policy of the branch merged into, as newer git and forges use it, so
+// that a PR cannot switch conflict detection off for its own merge: unset
+// or text → line merge, binary or -merge → conflict, union → union merge,
+// a custom driver → a conflict naming it; other attributes change
+// nothing. A criss-cross history (two merge bases) is merged against a
+// virtual base, the merge of its merge bases, as git's merge-ort does
+// (virtualbase.go); bases that do not merge cleanly, or more than two, are
+// a conflict. It never guesses: where git's own merge (merge-ort) might
+// reach a different clean result — renames (a rename on one side and a
+// change on the other is refused, naming the possible new name), a
+// directory one side removed and the other adds to, symlink and submodule
+// changes on both sides, unusual file modes, line changes whose alignment
+// a diff could choose differently, binary files, files too large to merge
+// line by line, merge.renormalize — it reports a conflict instead. Every
+// clean tree it writes is the tree `git merge-tree --write-tree <target>
+// <head>` writes (with the target's attributes); the differential tests
+// hold it to that against the git command, and `prsaga merge-check`
+// (Checker, check.go) replays a repository's own merge commits the same
+// way, in memory.
 //
 // New objects are written before the branch moves (and fsynced first in
 // PRSAGA_DURABILITY=sync, Options.Sync), and the branch is moved under
