@@ -27,10 +27,11 @@ import (
 // touched. git is given the target's .gitattributes in a temporary
 // work tree, since that is what prsaga's merge reads (gitrepo/attributes.go).
 func cmdMergeCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	const use = "usage: prsaga merge-check --git-dir DIR [--sample N] [--seed S] [--strategy merge] [--git PATH] [--quiet]"
+	const use = "usage: prsaga merge-check --git-dir DIR [--all-refs] [--sample N] [--seed S] [--strategy merge] [--git PATH] [--quiet]"
 	fs := flag.NewFlagSet("prsaga merge-check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	gitDir := fs.String("git-dir", "", "the repository to check (a bare repository, or a work tree's .git); only read")
+	allRefs := fs.Bool("all-refs", false, "replay the merges reachable from every ref (e.g. a forge's refs/pull/*), not only branches and tags")
 	sample := fs.Int("sample", 0, "check N merge commits picked at random (0: all of them)")
 	seed := fs.Uint64("seed", 1, "seed of --sample's pick")
 	strategy := fs.String("strategy", "merge", "the strategy replayed: merge (a squash has the same tree)")
@@ -56,7 +57,7 @@ func cmdMergeCheck(ctx context.Context, args []string, getenv func(string) strin
 		return exitFailed
 	}
 	defer ch.Close()
-	merges, err := ch.MergeCommits()
+	merges, err := ch.MergeCommits(*allRefs)
 	if err != nil {
 		fmt.Fprintf(stderr, "prsaga merge-check: %v\n", err)
 		return exitFailed

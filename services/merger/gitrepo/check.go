@@ -44,8 +44,9 @@ func OpenChecker(dir string) (*Checker, error) {
 func (c *Checker) Close() error { return c.r.st.Close() }
 
 // MergeCommits lists the two-parent commits reachable from the branches
-// and tags, newest first by committer date (then hash).
-func (c *Checker) MergeCommits() ([]MergeCommit, error) {
+// and tags — with allRefs, from every ref (a forge's refs/pull/*, remote
+// branches) — newest first by committer date (then hash).
+func (c *Checker) MergeCommits(allRefs bool) ([]MergeCommit, error) {
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
 	defer c.r.session()()
@@ -55,7 +56,7 @@ func (c *Checker) MergeCommits() ([]MergeCommit, error) {
 	}
 	var starts []plumbing.Hash
 	err = refs.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference && (ref.Name().IsBranch() || ref.Name().IsTag()) {
+		if ref.Type() == plumbing.HashReference && (allRefs || ref.Name().IsBranch() || ref.Name().IsTag()) {
 			starts = append(starts, ref.Hash())
 		}
 		return nil
