@@ -78,7 +78,15 @@ type mergeAttributes struct {
 	macros   map[string][]attrAssign
 	dirs     map[string]*attrFile // by directory; nil: none there
 	fallback attrState            // merge.default: what "unspecified" means
+	drivers  map[string]bool      // merge.<name>.driver configured: git runs it, even for text/union/binary
 }
+
+// Limits git (since 2.39.1) puts on attributes files: lines of 2048 bytes
+// or more, and larger files, are ignored.
+const (
+	maxAttrLine     = 2048
+	maxAttrFileSize = 100 << 20
+)
 
 // maxMacroDepth bounds macro expansion (a macro may name another, or itself).
 const maxMacroDepth = 32
@@ -94,9 +102,16 @@ func (r *Repo) newMergeAttributes(root plumbing.Hash) (*mergeAttributes, error) 
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
+	a.drivers = map[string]bool{}
 	if cfg.Raw != nil {
-		if d := cfg.Raw.Section("merge").Options.Get("default"); d != "" {
+		sec := cfg.Raw.Section("merge")
+		if d := sec.Options.Get("default"); d != "" {
 			a.fallback = attrState{kind: attrValue, value: d}
+		}
+		for _, sub := range sec.Subsections {
+			if sub.Options.Has("driver") {
+				a.drivers[sub.Name] = true
+			}
 		}
 	}
 	// Macros of the root .gitattributes first: info/attributes', read
@@ -220,7 +235,13 @@ func (a *mergeAttributes) merge(p string) (attrState, error) {
 // directories (a merged path is a file).
 func (a *mergeAttributes) parse(dir string, text []byte, macrosAllowed bool) *attrFile {
 	f := &attrFile{dir: dir}
+	if len(text) > maxAttrFileSize {
+		return f // git ignores the whole file
+	}
 	for _, raw := range bytes.Split(text, []byte("\n")) {
+		if len(raw) >= maxAttrLine {
+			continue // git ignores the line
+		}
 		line := strings.TrimRight(string(raw), "\r")
 		line = strings.TrimLeft(line, " \t")
 		if line == "" || line[0] == '#' {
@@ -465,6 +486,8 @@ func (m *treeMerge) mergeStyle(p string) (lineStyle, string, error) {
 		return 0, "", err
 	}
 	switch {
+	case st.kind == attrValue && m.attrs.drivers[st.value]:
+		// A driver the repository's config defines: git runs it.
 	case st.kind == attrUnspecified || st.kind == attrSet || st.kind == attrValue && st.value == "text":
 		return lineStyleText, "", nil
 	case st.kind == attrUnset || st.value == "binary":

@@ -272,3 +272,52 @@ func TestMergeHonoursMergeAttribute(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeAttributeLimits: git ignores attribute lines of 2048 bytes or
+// more (and larger files); so does the reader, at the same boundary; and a
+// driver the repository's config defines is run by git even when named
+// text or union, so it is refused here.
+func TestMergeAttributeLimits(t *testing.T) {
+	f := newFixture(t)
+	var specs []commitSpec
+	for _, n := range []int{2046, 2047, 2048, 2049} {
+		l := "n.txt merge=union "
+		l += strings.Repeat("x", n-len(l))
+		specs = append(specs, commitSpec{ref: fmt.Sprintf("len%d", n), files: map[string]file{".gitattributes": reg(l + "\n")}})
+	}
+	shas := f.build(specs...)
+	for _, n := range []int{2046, 2047, 2048, 2049} {
+		rev := shas[fmt.Sprintf("len%d", n)]
+		work := f.workTreeWithAttributes(rev)
+		out, err := f.gitInWorkTree(work, "", "check-attr", "-z", "merge", "--", "n.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Split(out, "\x00")[2]
+		c, err := f.repo.commit(plumbing.NewHash(rev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs, err := f.repo.newMergeAttributes(c.TreeHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := attrs.merge("n.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "unspecified"
+		if st.kind == attrValue {
+			got = st.value
+		}
+		if got != want {
+			t.Errorf("a %d-byte line: merge %q, git check-attr %q", n, got, want)
+		}
+	}
+
+	f.git("", "config", "merge.union.driver", "cat %A")
+	m := &treeMerge{r: f.repo, attrRoot: plumbing.NewHash(f.rev(shas["len2046"] + "^{tree}"))}
+	if _, why, err := m.mergeStyle("n.txt"); err != nil || !strings.Contains(why, `"union"`) {
+		t.Errorf("merge=union with merge.union.driver configured: why %q, err %v; want a refusal naming the driver", why, err)
+	}
+}
