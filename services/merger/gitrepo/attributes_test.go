@@ -321,3 +321,58 @@ func TestMergeAttributeLimits(t *testing.T) {
 		t.Errorf("merge=union with merge.union.driver configured: why %q, err %v; want a refusal naming the driver", why, err)
 	}
 }
+
+// TestUnionMergeNeverWrong: random line edits on both sides of a file
+// whose merge attribute is union, merged by Merge and by git merge-tree
+// (reading ours' attributes): a clean merge is git's tree; refusals are
+// allowed (the union of conflicting regions is only done where certain).
+func TestUnionMergeNeverWrong(t *testing.T) {
+	const n = 120
+	f := newFixture(t)
+	var specs []commitSpec
+	for i := range n {
+		g := &historyGen{rnd: rand.New(rand.NewPCG(20251201, uint64(i))), id: i}
+		body := g.newFile("u.txt")
+		if body.content == "" {
+			body = reg("only line\n")
+		}
+		base := map[string]file{".gitattributes": reg("*.txt merge=union\n"), "u.txt": reg(body.content)}
+		half := g.rnd.IntN(2)
+		ours := with(base, map[string]file{"u.txt": reg(g.editFile("u.txt", base["u.txt"], half).content)})
+		if g.rnd.IntN(2) == 0 {
+			half = 1 - half
+		}
+		theirs := with(base, map[string]file{"u.txt": reg(g.editFile("u.txt", base["u.txt"], half).content)})
+		pre := fmt.Sprintf("u%d-", i)
+		specs = append(specs,
+			commitSpec{ref: pre + "base", files: base},
+			commitSpec{ref: pre + "ours", parents: []string{pre + "base"}, files: ours},
+			commitSpec{ref: pre + "theirs", parents: []string{pre + "base"}, files: theirs},
+		)
+	}
+	shas := f.build(specs...)
+	var same, refused, both int
+	for i := range n {
+		pre := fmt.Sprintf("u%d-", i)
+		gitTree, gitClean := f.mergeTreeWithAttributes(shas[pre+"ours"], shas[pre+"theirs"])
+		res, err := f.repo.Merge(request(pre+"theirs", pre+"ours", shas[pre+"theirs"], StrategyMerge, i+1))
+		_, isConflict := IsConflict(err)
+		switch {
+		case err == nil:
+			if tree := f.treeOf(res.MergeSHA); !gitClean || tree != gitTree {
+				t.Errorf("case %d: merged to %s; git %s (clean %v)", i, tree, gitTree, gitClean)
+			}
+			same++
+		case !isConflict:
+			t.Fatal(err)
+		case gitClean:
+			refused++
+		default:
+			both++
+		}
+	}
+	t.Logf("%d union merges: %d as git, %d refused where git merges, %d conflicts for both", n, same, refused, both)
+	if same < n/2 {
+		t.Errorf("only %d of %d union merges merged", same, n)
+	}
+}

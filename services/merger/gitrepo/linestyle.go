@@ -38,6 +38,18 @@ func unionStopgap(baseText, oursText, theirsText string) (string, string) {
 	for _, l := range oSide {
 		seen[l] = true
 	}
+	// A side line equal to a base line next to the region could let a diff
+	// slide the change (and so the union's order): not decided here.
+	for _, k := range []int{ho.i1 - 1, ho.i1 + ho.chg1} {
+		if k < 0 || k >= len(base) {
+			continue
+		}
+		for _, l := range append(append([]string(nil), oSide...), tSide...) {
+			if l == base[k] {
+				return "", refused
+			}
+		}
+	}
 	for _, l := range tSide {
 		if seen[l] {
 			return "", refused
