@@ -134,3 +134,32 @@ func TestMergeCrissCrossMatchesGit(t *testing.T) {
 	}
 	f.fsck()
 }
+
+// TestSquashCrissCross: a squash of a criss-cross history has the merge's
+// tree (through the virtual base) and lists the commits `git log
+// target..head` lists — not those one merge base alone excludes.
+func TestSquashCrissCross(t *testing.T) {
+	f := newFixture(t)
+	r := map[string]file{"r": reg("1\n2\n3\n4\n5\n6\n")}
+	shas := f.build(
+		commitSpec{ref: "main", files: r, msg: "base"},
+		commitSpec{ref: "x1", parents: []string{"main"}, files: with(r, map[string]file{"x": reg("x\n")}), msg: "x1"},
+		commitSpec{ref: "y1", parents: []string{"main"}, files: with(r, map[string]file{"y": reg("y\n")}), msg: "y1"},
+		commitSpec{ref: "x", parents: []string{"x1", "y1"}, files: with(r, map[string]file{"x": reg("x\n"), "y": reg("y\n")}), msg: "x merges y1"},
+		commitSpec{ref: "y", parents: []string{"y1", "x1"}, files: with(r, map[string]file{"x": reg("x\n"), "y": reg("y\n")}), msg: "y merges x1"},
+		commitSpec{ref: "y", parents: []string{"y"}, files: map[string]file{"r": reg("1\n2\n3\n4\n5\n6!\n"), "x": reg("x\n"), "y": reg("y\n")}, msg: "y2"},
+		commitSpec{ref: "x", parents: []string{"x"}, files: map[string]file{"r": reg("1!\n2\n3\n4\n5\n6\n"), "x": reg("x\n"), "y": reg("y\n")}, msg: "x2"},
+	)
+	wantTree, clean := f.mergeTree(shas["x"], shas["y"])
+	if !clean {
+		t.Fatal("git does not merge the criss-cross cleanly")
+	}
+	res := f.merge(request("y", "x", shas["y"], StrategySquash, 7))
+	if got := f.rev(res.MergeSHA + "^{tree}"); got != wantTree {
+		t.Errorf("squash tree = %s, git merge-tree writes %s", got, wantTree)
+	}
+	want := f.git("", "log", "--reverse", "--format=* %s", shas["x"]+".."+shas["y"])
+	if msg := f.commitMessage(res.MergeSHA); !strings.Contains(msg, "\n\n"+want+"\n\n") {
+		t.Errorf("message:\n%s\nwant the subjects:\n%s", msg, want)
+	}
+}
