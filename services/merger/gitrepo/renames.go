@@ -27,14 +27,8 @@ import (
 const maxRenamePairs = 1 << 20
 
 func (m *treeMerge) checkRenames(base, ours, theirs plumbing.Hash) error {
-	delOurs, addOurs, err := m.r.sideChanges(base, ours)
-	if err != nil {
-		return err
-	}
-	delTheirs, addTheirs, err := m.r.sideChanges(base, theirs)
-	if err != nil {
-		return err
-	}
+	sl := m.sides // computed by findExactRenames
+	delOurs, addOurs, delTheirs, addTheirs := sl.delOurs, sl.addOurs, sl.delTheirs, sl.addTheirs
 	if err := m.nameRenames(base, addOurs, addTheirs); err != nil {
 		return err
 	}
