@@ -122,9 +122,11 @@ func TestMergeCheckOnRealHistory(t *testing.T) {
 	git("checkout", "-q", "main")
 	git("merge", "-q", "--no-ff", "-m", "merge x", "x")
 
-	// 4. A rename on one side, an edit on the other (refused: git merges it).
+	// 4. A rename with an edit on one side, an edit on the other (refused:
+	// git pairs them by similarity and merges).
 	git("checkout", "-q", "-b", "ren")
 	git("mv", "a.txt", "renamed.txt")
+	write("renamed.txt", lines("a", map[int]string{0: "x", 1: "f1", 10: "main", 11: "renamed"}))
 	commit("rename a.txt")
 	git("checkout", "-q", "main")
 	write("a.txt", lines("a", map[int]string{0: "x", 1: "f1", 6: "six", 10: "main"}))
