@@ -45,6 +45,8 @@ usage: prsaga <command> [arguments] [flags]
   reindex             rebuild the search index from the stream's notified events (stop the indexer first)
                       [--index DIR | --out DIR] [--remove-old] [--allow-partial] [--json]
   schema --store ydb  print the YQL of every service's tables [--database /local]
+  merge-check         replay a repository's own merge commits through the merge engine and compare
+                      with git merge-tree; writes nothing (--git-dir DIR [--sample N] [--seed S])
   bench               run a benchmark workload (--workload W1|W2 --prs N --concurrency C --repos R --mode inproc|procs)
 
 Every command takes --help. Configuration: PRSAGA_* environment variables, each also a flag.
@@ -56,20 +58,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitOK
 	}
 	cmds := map[string]func(context.Context, []string, func(string) string, io.Writer, io.Writer) int{
-		"dev":     cmdDev,
-		"demo":    cmdDemo,
-		"serve":   cmdServe,
-		"merge":   cmdMerge,
-		"status":  cmdStatus,
-		"list":    cmdList,
-		"history": cmdHistory,
-		"retry":   cmdRetry,
-		"trace":   cmdTrace,
-		"bench":   cmdBench,
-		"nats":    cmdNATS,
-		"dlq":     cmdDLQ,
-		"reindex": cmdReindex,
-		"schema":  cmdSchema,
+		"dev":         cmdDev,
+		"demo":        cmdDemo,
+		"serve":       cmdServe,
+		"merge":       cmdMerge,
+		"status":      cmdStatus,
+		"list":        cmdList,
+		"history":     cmdHistory,
+		"retry":       cmdRetry,
+		"trace":       cmdTrace,
+		"bench":       cmdBench,
+		"nats":        cmdNATS,
+		"dlq":         cmdDLQ,
+		"reindex":     cmdReindex,
+		"schema":      cmdSchema,
+		"merge-check": cmdMergeCheck,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

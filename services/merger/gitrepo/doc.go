@@ -9,16 +9,31 @@
 // package's own code, written from the algorithms' published descriptions:
 // each side aligned with the base by a histogram diff with git's sliding
 // of change groups (linediff.go), then the two sides' changes merged by
-// the rules of git's merge, including its union style (linemerge.go). It
-// never guesses: where git's own merge (merge-ort) might reach a different
-// clean result — renames, a directory one side removed and the other adds
-// to, symlink and submodule changes on both sides, unusual file modes,
-// criss-cross histories, binary files, merge attributes, lines repeated so
-// often that git aligns them with another diff — it reports a conflict
-// instead. Every clean tree it writes is the tree `git merge-tree
-// --write-tree <target> <head>` writes; the differential tests hold it to
-// that against the git command, on random histories and on a corpus of
-// merges built from real source text (corpus_test.go).
+// the rules of git's merge, including its union style (linemerge.go).
+// How a file's contents merge is decided by its `merge` attribute, read as
+// git reads gitattributes (attributes.go) from the repository's
+// info/attributes and the .gitattributes files of the TARGET's tree — the
+// policy of the branch merged into, as newer git and forges use it, so
+// that a PR cannot switch conflict detection off for its own merge: unset
+// or text → line merge, binary or -merge → conflict, union → union merge,
+// a custom driver → a conflict naming it; other attributes change
+// nothing. A criss-cross history (two merge bases) is merged against a
+// virtual base, the merge of its merge bases, as git's merge-ort does
+// (virtualbase.go); bases that do not merge cleanly, or more than two, are
+// a conflict. It never guesses: where git's own merge (merge-ort) might
+// reach a different clean result — inexact renames (an exact rename on one
+// side is merged with the other side's change where git's pairing is
+// beyond doubt, renamemerge.go), a directory one side removed and the
+// other adds to, symlink and submodule changes on both sides, unusual file
+// modes, binary files, files too large to merge line by line, lines
+// repeated so often that git aligns them with another diff,
+// merge.renormalize — it reports a conflict instead, with a reason naming
+// the case. Every clean tree it writes is the tree `git merge-tree
+// --write-tree <target> <head>` writes (with the target's attributes); the
+// differential tests hold it to that against the git command, on random
+// histories and on a corpus of merges built from real source text
+// (corpus_test.go), and `prsaga merge-check` (Checker, check.go) replays a
+// repository's own merge commits the same way, in memory.
 //
 // New objects are written before the branch moves (and fsynced first in
 // PRSAGA_DURABILITY=sync, Options.Sync), and the branch is moved under

@@ -166,10 +166,10 @@ func TestMergeEdgeCases(t *testing.T) {
 	f.fsck()
 }
 
-// TestLineMergeRespectsAttributes: a merge attribute can make git merge a
-// file otherwise (merge=binary, union, a driver), so no file is merged line
-// by line under any .gitattributes on its way, nor in a repository with
-// info/attributes — git itself reads the latter, and refuses this merge.
+// TestLineMergeRespectsAttributes: attributes other than merge change
+// nothing (a .gitattributes on the way, in ours or added by the PR, used
+// to turn line merges off); info/attributes' merge=binary does, in git as
+// here. (TestMergeHonoursMergeAttribute has the variants.)
 func TestLineMergeRespectsAttributes(t *testing.T) {
 	var text string
 	for i := range 10 {
@@ -187,7 +187,7 @@ func TestLineMergeRespectsAttributes(t *testing.T) {
 		{"gitattributes added beside it", base, with(base, map[string]file{"d/n.txt": reg(ours)}),
 			with(base, map[string]file{"d/.gitattributes": reg("*.txt text\n"), "d/n.txt": reg(theirs)})},
 	})
-	for i, want := range []bool{true, false, false} {
+	for i, want := range []bool{true, true, true} {
 		checkNeverWrong(t, fmt.Sprint(i), outs[i])
 		if clean := outs[i].tree != ""; clean != want || !outs[i].gitClean {
 			t.Errorf("case %d: clean %v (%v), want %v; git clean %v", i, clean, outs[i].conflict, want, outs[i].gitClean)

@@ -1,13 +1,11 @@
 package gitrepo
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -57,13 +55,14 @@ func (m *treeMerge) mergeFile(p string, b, o, t entry) (entry, error) {
 	case t.hash == b.hash:
 		return entry{mode: mode, hash: o.hash}, nil
 	}
-	if why, err := m.lineMergeBlocked(p); err != nil || why != "" {
+	style, why, err := m.mergeStyle(p)
+	if err != nil || why != "" {
 		if err == nil {
-			m.conflict(p, "content changed on both sides ("+why+")")
+			m.conflict(p, why)
 		}
 		return entry{}, err
 	}
-	merged, why, err := m.mergeBlobs(b.hash, o.hash, t.hash)
+	merged, why, err := m.mergeBlobs(b.hash, o.hash, t.hash, style)
 	if err != nil || why != "" {
 		if err == nil {
 			m.conflict(p, why)
@@ -90,10 +89,10 @@ func mergeModes(base, ours, theirs filemode.FileMode) (filemode.FileMode, bool) 
 // mergeBlobs merges three blobs line by line. why is non-empty when they
 // cannot be merged, or not with certainty that git would merge them the
 // same way; then the path is a conflict.
-func (m *treeMerge) mergeBlobs(bh, oh, th plumbing.Hash) (merged string, why string, err error) {
+func (m *treeMerge) mergeBlobs(bh, oh, th plumbing.Hash, style lineStyle) (merged string, why string, err error) {
 	var texts [3]string
 	for i, h := range []plumbing.Hash{bh, oh, th} {
-		size, err := m.r.st.EncodedObjectSize(h)
+		size, err := m.r.objectSize(h)
 		if err != nil {
 			return "", "", fmt.Errorf("size of blob %s: %w", h, err)
 		}
@@ -107,7 +106,7 @@ func (m *treeMerge) mergeBlobs(bh, oh, th plumbing.Hash) (merged string, why str
 			return "", "binary file changed on both sides", nil
 		}
 	}
-	merged, why = mergeLines(texts[0], texts[1], texts[2], lineStyleText)
+	merged, why = mergeLines(texts[0], texts[1], texts[2], style)
 	return merged, why, nil
 }
 
@@ -117,7 +116,13 @@ func isBinary(s string) bool {
 }
 
 func (r *Repo) readBlob(h plumbing.Hash) (string, error) {
-	blob, err := object.GetBlob(r.st, h)
+	var blob *object.Blob
+	var err error
+	if o, ok := r.overlay[h]; ok {
+		blob, err = object.DecodeBlob(o)
+	} else {
+		blob, err = object.GetBlob(r.st, h)
+	}
 	if err != nil {
 		return "", fmt.Errorf("blob %s: %w", h, err)
 	}
@@ -153,84 +158,6 @@ func (m *treeMerge) encodeBlob(content string) (plumbing.Hash, error) {
 	return obj.Hash(), nil
 }
 
-// lineMergeBlocked says why git might not merge path p with its built-in
-// line merge: a merge attribute (merge=binary, -merge, a custom driver)
-// could apply to it. git reads attributes from the repository's
-// info/attributes and — since 2.42, in a bare repository — from .gitattributes
-// files of HEAD's tree; any .gitattributes on p's way in HEAD or in the
-// three merged trees, or any info/attributes, turns line merges off for p.
-// merge.renormalize (which makes git convert line endings first) turns them
-// off everywhere.
-func (m *treeMerge) lineMergeBlocked(p string) (string, error) {
-	if m.blocked == nil {
-		why, err := m.r.lineMergeConfig()
-		if err != nil {
-			return "", err
-		}
-		m.blocked = &why
-	}
-	if *m.blocked != "" {
-		return *m.blocked, nil
-	}
-	for _, root := range m.attrTrees {
-		has, err := m.r.attributesOnPath(root, p)
-		if err != nil {
-			return "", err
-		}
-		if has {
-			return ".gitattributes may set a merge driver for it; not merged line by line", nil
-		}
-	}
-	return "", nil
-}
-
-// attributesOnPath reports whether tree root holds a .gitattributes file in
-// p's directory or any directory above it.
-func (r *Repo) attributesOnPath(root plumbing.Hash, p string) (bool, error) {
-	dir := root
-	parts := strings.Split(path.Dir(p), "/")
-	if parts[0] == "." {
-		parts = nil
-	}
-	for i := 0; ; i++ {
-		entries, err := r.readTree(dir)
-		if err != nil {
-			return false, err
-		}
-		if _, ok := entries[".gitattributes"]; ok {
-			return true, nil
-		}
-		if i == len(parts) {
-			return false, nil
-		}
-		next, ok := entries[parts[i]]
-		if !ok || !next.isDir() {
-			return false, nil
-		}
-		dir = next.hash
-	}
-}
-
-// lineMergeConfig reads what in the repository itself could change how git
-// merges contents: info/attributes, merge.renormalize.
-func (r *Repo) lineMergeConfig() (string, error) {
-	attrs, err := readOptional(r.dir, "info", "attributes")
-	if err != nil {
-		return "", err
-	}
-	if len(bytes.TrimSpace(attrs)) > 0 {
-		return "the repository has info/attributes; not merged line by line", nil
-	}
-	cfg, err := r.st.Config()
-	if err != nil {
-		return "", fmt.Errorf("read config: %w", err)
-	}
-	if cfg.Raw != nil && cfg.Raw.Section("merge").Options.Get("renormalize") != "" {
-		return "merge.renormalize is configured; not merged line by line", nil
-	}
-	return "", nil
-}
-
 // readOptional reads a file of the git directory; a missing file is empty.
 func readOptional(gitDir string, elem ...string) ([]byte, error) {
 	name := filepath.Join(append([]string{gitDir}, elem...)...)
@@ -242,4 +169,12 @@ func readOptional(gitDir string, elem ...string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return b, nil
+}
+
+// objectSize is an object's size, without reading it.
+func (r *Repo) objectSize(h plumbing.Hash) (int64, error) {
+	if o, ok := r.overlay[h]; ok {
+		return o.Size(), nil
+	}
+	return r.st.EncodedObjectSize(h)
 }

@@ -180,14 +180,15 @@ func (r *Repo) planFastForward(target, head *object.Commit, bases []*object.Comm
 }
 
 func (r *Repo) planMerge(req MergeRequest, target, head *object.Commit, bases []*object.Commit) (*plan, error) {
-	switch {
-	case len(bases) == 0:
+	if len(bases) == 0 {
 		return nil, &ConflictError{Reason: "the PR head and the target branch have no common history"}
-	case len(bases) > 1:
-		return nil, &ConflictError{Reason: fmt.Sprintf(
-			"criss-cross history: %d merge bases (merging them first is not supported)", len(bases))}
 	}
-	tree, trees, err := r.mergeTrees(bases[0].TreeHash, target.TreeHash, head.TreeHash)
+	defer func() { r.overlay = nil }() // the virtual base's objects, if any
+	baseTree, err := r.baseTree(bases, target.TreeHash, 0)
+	if err != nil {
+		return nil, err
+	}
+	tree, trees, err := r.mergeTrees(baseTree, target.TreeHash, head.TreeHash, target.TreeHash)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +198,11 @@ func (r *Repo) planMerge(req MergeRequest, target, head *object.Commit, bases []
 		TreeHash:  tree,
 	}
 	if req.Strategy == StrategySquash {
-		subjects, more, err := r.squashedSubjects(head.Hash, bases[0].Hash)
+		exclude := bases[0].Hash
+		if len(bases) > 1 { // what no merge base reaches: what the target does not
+			exclude = target.Hash
+		}
+		subjects, more, err := r.squashedSubjects(head.Hash, exclude)
 		if err != nil {
 			return nil, err
 		}

@@ -316,17 +316,20 @@ func TestMergeIntoPackedOnlyNestedBranch(t *testing.T) {
 
 func TestMergeRefusesHistoriesItCannotMerge(t *testing.T) {
 	f := newFixture(t)
-	// A criss-cross: x and y each merged the other's first commit.
+	// A criss-cross with three merge bases: x and y each merged the
+	// three first commits (two bases are merged into a virtual base, as
+	// git does; three are not).
 	shas := f.build(
 		commitSpec{ref: "main", files: map[string]file{"r": reg("r\n")}},
 		commitSpec{ref: "x1", parents: []string{"main"}, files: map[string]file{"r": reg("r\n"), "x": reg("1\n")}},
 		commitSpec{ref: "y1", parents: []string{"main"}, files: map[string]file{"r": reg("r\n"), "y": reg("1\n")}},
-		commitSpec{ref: "x", parents: []string{"x1", "y1"}, files: map[string]file{"r": reg("r\n"), "x": reg("1\n"), "y": reg("1\n")}},
-		commitSpec{ref: "y", parents: []string{"y1", "x1"}, files: map[string]file{"r": reg("r\n"), "x": reg("1\n"), "y": reg("1\n"), "z": reg("z\n")}},
+		commitSpec{ref: "z1", parents: []string{"main"}, files: map[string]file{"r": reg("r\n"), "z": reg("1\n")}},
+		commitSpec{ref: "x", parents: []string{"x1", "y1", "z1"}, files: map[string]file{"r": reg("r\n"), "x": reg("1\n"), "y": reg("1\n"), "z": reg("1\n")}},
+		commitSpec{ref: "y", parents: []string{"y1", "x1", "z1"}, files: map[string]file{"r": reg("r\n"), "x": reg("1\n"), "y": reg("1\n"), "z": reg("1\n"), "w": reg("w\n")}},
 		commitSpec{ref: "orphan", files: map[string]file{"o": reg("o\n")}},
 	)
 	for _, tc := range []struct{ source, target, why string }{
-		{"y", "x", "merge bases"},
+		{"y", "x", "3 merge bases"},
 		{"orphan", "main", "no common history"},
 	} {
 		_, err := f.repo.Merge(request(tc.source, tc.target, shas[tc.source], StrategyMerge, 1))

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-
-	"github.com/prsaga/prsaga/contracts"
 )
 
 // Refs are read and written here, by hand, the way git's "files" ref
@@ -247,30 +245,4 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:max] + "…"
-}
-
-// headTree returns the tree of the commit HEAD points at, if it resolves:
-// git applies the .gitattributes of HEAD's tree in a bare repository.
-func (r *Repo) headTree() (plumbing.Hash, bool) {
-	b, err := os.ReadFile(filepath.Join(r.dir, "HEAD"))
-	if err != nil {
-		return plumbing.ZeroHash, false
-	}
-	s := strings.TrimSpace(string(b))
-	var h plumbing.Hash
-	if ref, ok := strings.CutPrefix(s, "ref: refs/heads/"); ok {
-		if contracts.ValidateBranch("HEAD", ref) != nil {
-			return plumbing.ZeroHash, false
-		}
-		if h, err = readRef(r.dir, ref); err != nil {
-			return plumbing.ZeroHash, false
-		}
-	} else if h, ok = parseHash(s); !ok {
-		return plumbing.ZeroHash, false
-	}
-	c, err := r.commit(h)
-	if err != nil {
-		return plumbing.ZeroHash, false
-	}
-	return c.TreeHash, true
 }

@@ -27,12 +27,9 @@ import (
 const maxRenamePairs = 1 << 20
 
 func (m *treeMerge) checkRenames(base, ours, theirs plumbing.Hash) error {
-	delOurs, addOurs, err := m.r.sideChanges(base, ours)
-	if err != nil {
-		return err
-	}
-	delTheirs, addTheirs, err := m.r.sideChanges(base, theirs)
-	if err != nil {
+	sl := m.sides // computed by findExactRenames
+	delOurs, addOurs, delTheirs, addTheirs := sl.delOurs, sl.addOurs, sl.delTheirs, sl.addTheirs
+	if err := m.nameRenames(base, addOurs, addTheirs); err != nil {
 		return err
 	}
 	// Deleted on both sides — including inside subtrees both sides changed
@@ -116,7 +113,7 @@ func (m *treeMerge) blobSize(h plumbing.Hash, sizes map[plumbing.Hash]int64) (in
 	if s, ok := sizes[h]; ok {
 		return s, nil
 	}
-	s, err := m.r.st.EncodedObjectSize(h)
+	s, err := m.r.objectSize(h)
 	if err != nil {
 		return 0, fmt.Errorf("size of blob %s: %w", h, err)
 	}

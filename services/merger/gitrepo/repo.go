@@ -33,6 +33,10 @@ type Repo struct {
 	graph   *commitGraph // kept across merges (graph.go)
 	lastUse uint64       // Repos.clock at the last Open; guarded by the Repos' mutex
 	holder  *holderFile  // this process's lock record (reflock.go)
+	// overlay holds objects made by a merge and read back before (or
+	// instead of) being written: a criss-cross merge's virtual base, and
+	// everything a check merge makes (check.go). Guarded by mu.
+	overlay map[plumbing.Hash]plumbing.EncodedObject
 }
 
 // retryPolicy bounds how often, and how patiently, a merge retries when the

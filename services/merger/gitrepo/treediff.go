@@ -38,7 +38,13 @@ func (r *Repo) readTree(h plumbing.Hash) (map[string]entry, error) {
 		return entries, nil
 	}
 	entries := map[string]entry{}
-	t, err := object.GetTree(r.st, h)
+	var t *object.Tree
+	var err error
+	if o, ok := r.overlay[h]; ok {
+		t, err = object.DecodeTree(r.st, o)
+	} else {
+		t, err = object.GetTree(r.st, h)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", h, err)
 	}

@@ -26,10 +26,19 @@ import (
 // only if the whole merge is clean.
 type treeMerge struct {
 	r *Repo
-	// attrTrees are the root trees whose .gitattributes git could apply to
-	// a content merge: base, ours, theirs and HEAD's.
-	attrTrees []plumbing.Hash
-	blocked   *string // why no file may be line-merged ("" none); read once
+	// attrRoot is the tree whose .gitattributes say how contents merge:
+	// the target's (attributes.go); attrs is read from it when a first file
+	// needs a line merge.
+	attrRoot plumbing.Hash
+	attrs    *mergeAttributes
+	renorm   *string // why no file may be line-merged ("" none); read once
+
+	// fixes are exact renames merged with the other side's change
+	// (renamemerge.go), by old and new path; fixDirs the directories above
+	// a new name; sides the files each side deleted and added.
+	fixes   map[string]renameFix
+	fixDirs map[string]bool
+	sides   *sideLists
 
 	objects   []plumbing.EncodedObject // new blobs and trees, children before parents
 	conflicts []conflict
@@ -56,13 +65,14 @@ const (
 	removedByTheirs
 )
 
-// mergeTrees merges three root trees. It returns the result tree's hash
+// mergeTrees merges three root trees, with the merge attributes of tree
+// attrRoot (the target's; see attributes.go). It returns the result tree's hash
 // (the empty tree's if nothing is left) and the new tree objects to write,
 // or a *ConflictError.
-func (r *Repo) mergeTrees(base, ours, theirs plumbing.Hash) (plumbing.Hash, []plumbing.EncodedObject, error) {
-	m := &treeMerge{r: r, attrTrees: []plumbing.Hash{base, ours, theirs}}
-	if head, ok := r.headTree(); ok && head != base && head != ours && head != theirs {
-		m.attrTrees = append(m.attrTrees, head)
+func (r *Repo) mergeTrees(base, ours, theirs, attrRoot plumbing.Hash) (plumbing.Hash, []plumbing.EncodedObject, error) {
+	m := &treeMerge{r: r, attrRoot: attrRoot}
+	if err := m.findExactRenames(base, ours, theirs); err != nil {
+		return plumbing.ZeroHash, nil, err
 	}
 	root, err := m.mergeDir("", base, ours, theirs, removedByNone)
 	if err != nil {
@@ -115,6 +125,12 @@ func (m *treeMerge) mergeDir(dir string, b, o, t plumbing.Hash, removed removedB
 
 // mergeEntry merges one path's three versions.
 func (m *treeMerge) mergeEntry(p string, b, o, t entry, removed removedBy) (entry, error) {
+	if fx, ok := m.fixes[p]; ok {
+		return fx.new, nil
+	}
+	if m.fixDirs[p] && o != t {
+		return m.mergeSubdir(p, b, o, t, removed)
+	}
 	switch {
 	case o == t: // unchanged, changed alike, or deleted on both sides
 		return o, nil
@@ -131,18 +147,7 @@ func (m *treeMerge) mergeEntry(p string, b, o, t entry, removed removedBy) (entr
 	}
 	// Both sides changed it, differently.
 	if b.dirOrAbsent() && o.dirOrAbsent() && t.dirOrAbsent() {
-		sub := removed
-		switch {
-		case b.present() && !o.present():
-			sub = removedByOurs
-		case b.present() && !t.present():
-			sub = removedByTheirs
-		}
-		h, err := m.mergeDir(p, b.hash, o.hash, t.hash, sub)
-		if err != nil || h.IsZero() {
-			return entry{}, err
-		}
-		return entry{mode: filemode.Dir, hash: h}, nil
+		return m.mergeSubdir(p, b, o, t, removed)
 	}
 	if b.isRegular() && o.isRegular() && t.isRegular() {
 		return m.mergeFile(p, b, o, t)
@@ -151,13 +156,30 @@ func (m *treeMerge) mergeEntry(p string, b, o, t entry, removed removedBy) (entr
 	return entry{}, nil
 }
 
+// mergeSubdir merges three versions of directory p (each a directory or
+// absent).
+func (m *treeMerge) mergeSubdir(p string, b, o, t entry, removed removedBy) (entry, error) {
+	sub := removed
+	switch {
+	case b.present() && !o.present():
+		sub = removedByOurs
+	case b.present() && !t.present():
+		sub = removedByTheirs
+	}
+	h, err := m.mergeDir(p, b.hash, o.hash, t.hash, sub)
+	if err != nil || h.IsZero() {
+		return entry{}, err
+	}
+	return entry{mode: filemode.Dir, hash: h}, nil
+}
+
 // describeConflict says why a path changed on both sides cannot be merged.
 func describeConflict(b, o, t entry) string {
 	switch {
 	case !o.present():
-		return "deleted by the target, changed by the PR"
+		return whyDeletedByOurs
 	case !t.present():
-		return "changed by the target, deleted by the PR"
+		return whyDeletedByTheirs
 	case o.isDir() != t.isDir() || b.present() && b.isDir() != o.isDir():
 		return "file/directory conflict"
 	case !b.present():

@@ -1,0 +1,152 @@
+package gitrepo
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestMergeCompatibilityCases holds each case of issue 13's list to git
+// merge-tree: either the same clean tree, or both conflict, or a refusal
+// whose reason names the case — never a different tree, never a clean
+// merge where git conflicts. (TestMergeEdgeCases has more renames,
+// directory renames, modes, symlinks, submodules and binary files.)
+func TestMergeCompatibilityCases(t *testing.T) {
+	var numbered, crlf string
+	for i := range 20 {
+		numbered += fmt.Sprintf("line %d\n", i)
+		crlf += fmt.Sprintf("line %d\r\n", i)
+	}
+	edit := func(s string, i int, to string) string {
+		ls := splitLines(s)
+		ls[i] = to
+		return strings.Join(ls, "")
+	}
+	// A file beyond the line merge's size limit (8 MiB), 200,000 lines.
+	var big strings.Builder
+	for i := range 200000 {
+		fmt.Fprintf(&big, "a rather long line of a very large file, number %07d\n", i)
+	}
+	large := big.String()
+	base := map[string]file{"p": reg(numbered), "keep": reg("keep\n")}
+	const (
+		clean    = "clean"    // both clean, same tree
+		conflict = "conflict" // both conflict
+		refused  = "refused"  // git clean; prsaga conflict naming the case
+	)
+	cases := []struct {
+		scenario
+		want, inReason string
+	}{
+		{scenario{"rename on one side, edit on the other", base,
+			with(base, map[string]file{"p": {}, "q": reg(numbered)}),
+			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n"))})}, clean, ""},
+		{scenario{"edit on one side, rename on the other", base,
+			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n"))}),
+			with(base, map[string]file{"p": {}, "q": reg(numbered)})}, clean, ""},
+		{scenario{"rename into a new directory with a mode change, edit on the other", base,
+			with(base, map[string]file{"p": {}, "n/m/q": exe(numbered)}),
+			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n")), "t": reg("t\n")})}, clean, ""},
+		{scenario{"rename on one side, mode change on the other", base,
+			with(base, map[string]file{"p": {}, "q": reg(numbered)}),
+			with(base, map[string]file{"p": exe(numbered)})}, clean, ""},
+		{scenario{"rename on one side, edit and new file at the new name on the other", base,
+			with(base, map[string]file{"p": {}, "q": reg(numbered)}),
+			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n")), "q": reg("other\n")})}, conflict, ""},
+		{scenario{"one of two identical files renamed, edited on the other side", with(base, map[string]file{"p2": reg(numbered)}),
+			with(base, map[string]file{"p": {}, "p2": reg(numbered), "q": reg(numbered)}),
+			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n")), "p2": reg(numbered)})}, clean, ""},
+		{scenario{"two identical files renamed, one edited on the other side", with(base, map[string]file{"p2": reg(numbered)}),
+			with(base, map[string]file{"p": {}, "p2": {}, "q": reg(numbered), "q2": reg(numbered)}),
+			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n")), "p2": reg(numbered)})}, refused, "may be renamed to q"},
+		{scenario{"empty file renamed, filled on the other side", with(base, map[string]file{"e": reg("")}),
+			with(base, map[string]file{"e": {}, "f": reg("")}),
+			with(base, map[string]file{"e": reg("filled\n")})}, conflict, ""},
+		{scenario{"rename with an edit on one side, edit on the other", base,
+			with(base, map[string]file{"p": {}, "q": reg(edit(numbered, 19, "nineteen\n"))}),
+			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n"))})}, refused, "may be renamed to q"},
+		{scenario{"the same rename on both sides", base,
+			with(base, map[string]file{"p": {}, "q": reg(numbered)}),
+			with(base, map[string]file{"p": {}, "q": reg(numbered), "t": reg("t\n")})}, refused, "renames are not merged"},
+		{scenario{"rename on one side only", base,
+			with(base, map[string]file{"p": {}, "q": reg(numbered)}),
+			with(base, map[string]file{"t": reg("t\n")})}, clean, ""},
+		{scenario{"directory renamed on one side, file in it edited on the other",
+			with(base, map[string]file{"d/x": reg(numbered + "x\n")}),
+			with(base, map[string]file{"e/x": reg(numbered + "x\n")}),
+			with(base, map[string]file{"d/x": reg(edit(numbered, 3, "three\n") + "x\n")})}, clean, ""},
+		{scenario{"mode changed on one side, content edited on the other", base,
+			with(base, map[string]file{"p": exe(numbered)}),
+			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n"))})}, clean, ""},
+		{scenario{"symlink retargeted on both sides", with(base, map[string]file{"l": link("a")}),
+			with(base, map[string]file{"l": link("b")}), with(base, map[string]file{"l": link("c")})}, conflict, ""},
+		{scenario{"submodule bumped on one side, file edited on the other", with(base, map[string]file{"s": gitlink("1111111111111111111111111111111111111111")}),
+			with(base, map[string]file{"s": gitlink("2222222222222222222222222222222222222222")}),
+			with(base, map[string]file{"s": gitlink("1111111111111111111111111111111111111111"), "p": reg(edit(numbered, 3, "three\n"))})}, clean, ""},
+		{scenario{"binary file changed on one side", with(base, map[string]file{"b": reg("\x00\x01\x02")}),
+			with(base, map[string]file{"b": reg("\x00\x01\x03")}), with(base, map[string]file{"b": reg("\x00\x01\x02"), "t": reg("t\n")})}, clean, ""},
+		{scenario{"CRLF file, edits apart", with(base, map[string]file{"c": reg(crlf)}),
+			with(base, map[string]file{"c": reg(edit(crlf, 1, "one\r\n"))}),
+			with(base, map[string]file{"c": reg(edit(crlf, 17, "seventeen\r\n"))})}, clean, ""},
+		{scenario{"CRLF converted to LF on one side, edited on the other", with(base, map[string]file{"c": reg(crlf)}),
+			with(base, map[string]file{"c": reg(numbered)}),
+			with(base, map[string]file{"c": reg(edit(crlf, 17, "seventeen\r\n"))})}, conflict, ""},
+		{scenario{"mixed line endings, edits apart", with(base, map[string]file{"c": reg(numbered[:40] + crlf[50:])}),
+			with(base, map[string]file{"c": reg("first\r\n" + numbered[:40] + crlf[50:])}),
+			with(base, map[string]file{"c": reg(numbered[:40] + crlf[50:] + "last\n")})}, clean, ""},
+		{scenario{"final newline removed on one side, edit at the top on the other", base,
+			with(base, map[string]file{"p": reg(strings.TrimSuffix(numbered, "\n"))}),
+			with(base, map[string]file{"p": reg(edit(numbered, 0, "zero\n"))})}, clean, ""},
+		{scenario{"final newline removed on one side, last line edited on the other", base,
+			with(base, map[string]file{"p": reg(strings.TrimSuffix(numbered, "\n"))}),
+			with(base, map[string]file{"p": reg(edit(numbered, 19, "nineteen\n"))})}, conflict, ""},
+		{scenario{"no final newline, lines added at the end on one side", with(base, map[string]file{"n": reg("a\nb\nc")}),
+			with(base, map[string]file{"n": reg("a\nb\nc\nd")}), with(base, map[string]file{"n": reg("a\nb\nc"), "t": reg("t\n")})}, clean, ""},
+		{scenario{"no final newline, both sides edit apart", with(base, map[string]file{"p": reg(strings.TrimSuffix(numbered, "\n"))}),
+			with(base, map[string]file{"p": reg(edit(strings.TrimSuffix(numbered, "\n"), 0, "zero\n"))}),
+			with(base, map[string]file{"p": reg(edit(strings.TrimSuffix(numbered, "\n"), 19, "nineteen"))})}, clean, ""},
+		{scenario{"empty file filled on both sides differently", with(base, map[string]file{"e": reg("")}),
+			with(base, map[string]file{"e": reg("a\n")}), with(base, map[string]file{"e": reg("b\n")})}, conflict, ""},
+		{scenario{"empty file filled on one side", with(base, map[string]file{"e": reg("")}),
+			with(base, map[string]file{"e": reg("a\n")}), with(base, map[string]file{"e": reg(""), "t": reg("t\n")})}, clean, ""},
+		{scenario{"file emptied on one side, edited on the other", base,
+			with(base, map[string]file{"p": reg("")}), with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n"))})}, conflict, ""},
+		{scenario{"empty files added on both sides", base,
+			with(base, map[string]file{"e": reg("")}), with(base, map[string]file{"e": reg(""), "t": reg("t\n")})}, clean, ""},
+		{scenario{"very large file changed on one side", with(base, map[string]file{"big": reg(large)}),
+			with(base, map[string]file{"big": reg("first\n" + large)}), with(base, map[string]file{"big": reg(large), "t": reg("t\n")})}, clean, ""},
+		{scenario{"very large file changed apart on both sides", with(base, map[string]file{"big": reg(large)}),
+			with(base, map[string]file{"big": reg("first\n" + large)}), with(base, map[string]file{"big": reg(large + "last\n")})}, refused, "too large"},
+	}
+	f := newFixture(t)
+	scs := make([]scenario, len(cases))
+	for i, c := range cases {
+		scs[i] = c.scenario
+	}
+	for i, o := range runScenarios(f, scs) {
+		c := cases[i]
+		if !checkNeverWrong(t, c.name, o) {
+			continue
+		}
+		var reason string
+		if o.conflict != nil {
+			reason = o.conflict.Reason
+		}
+		switch c.want {
+		case clean:
+			if o.tree == "" || !o.gitClean {
+				t.Errorf("%s: conflict %q, git clean %v; want both clean", c.name, reason, o.gitClean)
+			}
+		case conflict:
+			if o.conflict == nil || o.gitClean {
+				t.Errorf("%s: conflict %q, git clean %v; want both to conflict", c.name, reason, o.gitClean)
+			}
+		case refused:
+			if o.conflict == nil || !o.gitClean || !strings.Contains(reason, c.inReason) {
+				t.Errorf("%s: conflict %q, git clean %v; want git clean and a refusal naming %q", c.name, reason, o.gitClean, c.inReason)
+			}
+		}
+		t.Logf("%-75s %s (git clean %v) %s", c.name, map[bool]string{true: "merged", false: "conflict"}[o.tree != ""], o.gitClean, reason)
+	}
+	f.fsck()
+}
