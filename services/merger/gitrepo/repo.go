@@ -32,7 +32,7 @@ type Repo struct {
 	cache   cache.Object
 	graph   *commitGraph // kept across merges (graph.go)
 	lastUse uint64       // Repos.clock at the last Open; guarded by the Repos' mutex
-	holder  *holderFile  // this process's lock record (reflock.go)
+	swept   bool         // dead mergers' files were removed from the work directory (reflock.go)
 }
 
 // retryPolicy bounds how often, and how patiently, a merge retries when the
