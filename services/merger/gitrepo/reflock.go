@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/prsaga/prsaga/platform/fault"
 )
 
 // Ref locks. A merger takes refs/heads/<b>.lock exactly as git does —
@@ -29,6 +31,10 @@ import (
 // directory: git ignores unknown directories there, and it is on the same
 // file system as refs/, so renames from it are atomic.
 const workDir = "prsaga"
+
+// FaultRefLocked is the fault point (platform/fault) hit right after a ref
+// lock is taken: crash tests make a merger die there, holding the lock.
+const FaultRefLocked = "merger.ref-locked"
 
 // lockFile is a ref lock this process holds.
 type lockFile struct {
@@ -66,7 +72,11 @@ func (r *Repo) acquireLock(lock string) (*lockFile, error) {
 	_ = os.Remove(holderPath)
 	switch {
 	case err == nil:
-		return &lockFile{path: lock, record: rec, live: liveOrNil(f, rec)}, nil
+		l := &lockFile{path: lock, record: rec, live: liveOrNil(f, rec)}
+		if err := fault.Hit(FaultRefLocked); err != nil {
+			return nil, errors.Join(err, l.release())
+		}
+		return l, nil
 	case errors.Is(err, fs.ErrExist):
 		_ = f.Close()
 		return nil, errRefLocked
