@@ -21,6 +21,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
+	"github.com/prsaga/prsaga/services/merger/gitrepo"
 )
 
 // faultCase arms one fault point in one service process.
@@ -39,6 +40,8 @@ var faultCases = []faultCase{
 	{service: "validator", point: fault.AfterPublish(contracts.ServiceValidator)},
 	// The merger's side effect is the ref update, its commit the outbox
 	// insert: after-effect is between the two.
+	// Dead holding the target's ref lock: the restarted merger breaks it.
+	{service: "merger", point: gitrepo.FaultRefLocked},
 	{service: "merger", point: fault.AfterEffect(contracts.ConsumerMerger)},
 	{service: "merger", point: fault.AfterCommit(contracts.ConsumerMerger)},
 	{service: "merger", point: fault.AfterPublish(contracts.ServiceMerger)},

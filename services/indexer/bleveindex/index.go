@@ -46,6 +46,7 @@ type Index struct {
 	idx    bleve.Index // nil while not open
 	err    error       // why idx is nil
 	closed bool
+	writer *writerLock // held by the index's writer (writer.go); nil for Open's and a standby
 }
 
 // Open opens the index in dir, or creates it (and dir) if dir holds none.
@@ -110,8 +111,9 @@ func (x *Index) Close() error {
 		return nil
 	}
 	x.closed = true
-	idx := x.idx
-	x.idx, x.err = nil, indexer.ErrClosed
+	idx, w := x.idx, x.writer
+	x.idx, x.err, x.writer = nil, indexer.ErrClosed, nil
+	defer w.release() // after bleve's own lock: a standby then opens a closed index
 	if idx == nil {
 		return nil
 	}
@@ -130,6 +132,9 @@ func (x *Index) Reopen() error {
 	if x.closed {
 		return fmt.Errorf("reopen index %s: %w", x.dir, indexer.ErrClosed)
 	}
+	if x.idx == nil && errors.Is(x.err, ErrStandby) {
+		return fmt.Errorf("reopen index %s: %w", x.dir, x.err) // a standby opens nothing: Activate does
+	}
 	if x.idx != nil {
 		// A broken handle may fail to close; the lock goes with it anyway.
 		_ = x.idx.Close()
@@ -144,9 +149,17 @@ func (x *Index) Reopen() error {
 	return nil
 }
 
-// Ready reports whether the index is open and answers: nil, or why not.
+// Ready reports whether the index is open and answers: nil, or why not —
+// for a standby, an error matching ErrStandby saying who holds the index.
 func (x *Index) Ready() error {
-	_, err := x.Count()
+	x.mu.RLock()
+	standby := x.idx == nil && !x.closed && errors.Is(x.err, ErrStandby)
+	err := x.err
+	x.mu.RUnlock()
+	if standby {
+		return err
+	}
+	_, err = x.Count()
 	return err
 }
 

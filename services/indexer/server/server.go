@@ -3,6 +3,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -65,8 +66,11 @@ type Server struct {
 	log *slog.Logger
 }
 
-// New opens (or creates) the index. It fails when another process holds
-// the index for longer than LockTimeout (bleve allows one writer: DESIGN §9).
+// New opens (or creates) the index as its one writer (bleve allows one:
+// DESIGN §9) — or, when another indexer is the writer, returns a standby:
+// Ready fails saying so, and AwaitActive waits to take over. It fails when
+// the index cannot be opened otherwise (corrupt, or a reindex holding it
+// for longer than LockTimeout).
 func New(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -88,7 +92,7 @@ func New(opts Options) (*Server, error) {
 		}
 		x.History = r
 	}
-	idx, err := bleveindex.Open(opts.IndexDir, opts.LockTimeout)
+	idx, err := bleveindex.OpenWriter(opts.IndexDir, opts.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +103,14 @@ func New(opts Options) (*Server, error) {
 // Close closes the index. Stop the service (its consumer) first: an event
 // handled after Close is redelivered, not failed.
 func (s *Server) Close() error { return s.idx.Close() }
+
+// Active reports whether this indexer is the index's writer: its consumer
+// may run. A standby's must not — it would take events it cannot index.
+func (s *Server) Active() bool { return s.idx.Active() }
+
+// AwaitActive waits until this indexer is the index's writer (at once if
+// it is): until the one holding the index stops, ctx ends, or Close.
+func (s *Server) AwaitActive(ctx context.Context) error { return s.idx.Activate(ctx) }
 
 // Ready reports whether the index is open and answers searches (for
 // /readyz): nil, or why not — e.g. a reopen after a failed write could not

@@ -312,15 +312,43 @@ func TestNewRefusesBadOptions(t *testing.T) {
 			t.Errorf("New(bad options) = %v; want an error mentioning %q", err, want)
 		}
 	}
-	// A second instance on the same index fails at start, fast.
+}
+
+// TestSecondIndexerIsAStandby: a second instance on the same index does
+// not fail at start: it waits as a standby, not ready and saying why, and
+// becomes active when the first stops.
+func TestSecondIndexerIsAStandby(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "index")
 	first, err := server.New(server.Options{DB: sqlitetest.Open(t), IndexDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	if _, err := server.New(server.Options{DB: sqlitetest.Open(t), IndexDir: dir, LockTimeout: 100 * time.Millisecond}); err == nil ||
-		!strings.Contains(err.Error(), "held by another") {
-		t.Errorf("second New on the same index = %v; want it refused as held", err)
+	second, err := server.New(server.Options{DB: sqlitetest.Open(t), IndexDir: dir, LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("second New on the same index = %v; want a standby", err)
+	}
+	defer second.Close()
+	if err := second.Ready(); err == nil || !strings.HasPrefix(err.Error(), "standby: index "+dir+" held by another indexer") {
+		t.Errorf("the standby's Ready = %v; want it saying it is a standby and who holds the index", err)
+	}
+	if !first.Active() || second.Active() {
+		t.Fatalf("active: first %v, second %v; want only the first", first.Active(), second.Active())
+	}
+	done := make(chan error, 1)
+	go func() { done <- second.AwaitActive(context.Background()) }()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("AwaitActive after the first stopped: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the standby did not take over")
+	}
+	if err := second.Ready(); err != nil {
+		t.Errorf("Ready after the takeover = %v", err)
 	}
 }

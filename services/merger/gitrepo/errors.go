@@ -28,10 +28,12 @@ var (
 	// ErrTargetBusy: the target branch stayed locked by another writer, or
 	// kept moving, for the whole retry budget. Nothing was changed; trying
 	// again later is safe. When the lock stays, the error names the lock
-	// file and its holder. A lock left by a killed merger of this machine
-	// is broken by the next merge; any other lock left by a crash (git's,
-	// or a merger's of another machine or pid namespace) must be removed
-	// by an operator (git itself refuses to write the branch until then).
+	// file and its holder. A lock left by a killed merger — in any pid
+	// namespace, on any node sharing the volume — is broken by the next
+	// merge; any other lock left by a crash (git's, or an older merger's
+	// without a liveness flock from another machine or pid namespace) must
+	// be removed by an operator (git itself refuses to write the branch
+	// until then).
 	ErrTargetBusy = errors.New("target branch busy")
 )
 

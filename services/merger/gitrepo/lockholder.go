@@ -18,13 +18,23 @@ import (
 // merger that died (SIGKILL, OOM) can be told apart from one held by a live
 // writer and broken instead of blocking the branch for good.
 //
-// The holder is a process identity that outlives nothing: the kernel's boot
-// id and the pid namespace say which pid space the pid belongs to (the init
-// pid namespace has the same inode number on every machine, the boot id is
-// random per boot), and the process's start time (/proc/<pid>/stat, field
-// 22) tells a reused pid from the holder. A lock whose record is missing,
-// unreadable, from another boot, another machine or another pid namespace
-// is never judged: git's own locks hold the new ref value, not a record.
+// Liveness is the lock file's own flock (liveness.go): the holder takes an
+// exclusive flock on the lock's inode before its record is written and
+// keeps it until the lock is removed; the kernel — or, on a shared volume,
+// the file server's lock manager — drops it when the holder dies, in
+// whatever pid namespace or on whatever machine it ran. A record says
+// "live=flock" when its holder holds that flock; such a lock is dead
+// exactly when a shared flock on it can be taken.
+//
+// Records without it (mergers before the flock, or a file system refusing
+// flocks) are judged by process identity, which outlives nothing: the
+// kernel's boot id and the pid namespace say which pid space the pid
+// belongs to (the init pid namespace has the same inode number on every
+// machine, the boot id is random per boot), and the process's start time
+// (/proc/<pid>/stat, field 22) tells a reused pid from the holder; such a
+// record from another boot, machine or pid namespace is never judged. A
+// lock without a record is never judged: git's own locks hold the new ref
+// value.
 
 // holderMagic opens every lock record.
 const holderMagic = "prsaga-ref-lock v1"
@@ -36,12 +46,16 @@ type holder struct {
 	pidns string // readlink /proc/self/ns/pid, e.g. "pid:[4026531836]"
 	pid   int
 	start uint64 // clock ticks after boot, /proc/<pid>/stat field 22
+	// proc is random per process: it names the process's temporary files
+	// (a pid is 1 in every container) and tells its own locks apart.
+	proc string
+	live bool // the lock carries the holder's flock (liveness.go)
 }
 
 // me is this process, read once; ok is false where /proc cannot say (then
 // the locks this process takes are never broken by anyone).
 var me = sync.OnceValues(func() (holder, bool) {
-	h := holder{pid: os.Getpid()}
+	h := holder{pid: os.Getpid(), proc: newProcID()}
 	h.host, _ = os.Hostname()
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
@@ -59,21 +73,42 @@ var me = sync.OnceValues(func() (holder, bool) {
 	return h, h.boot != "" && h.pidns != ""
 })
 
-// record is the lock file's content: the holder and a nonce, so that a
-// breaker can tell the lock it judged from a new one that took its place
-// (the holder's own locks share a record, but a dead holder takes none).
-func (h holder) record() []byte {
+// newProcID is 16 hex digits, random per process.
+func newProcID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never fails (crypto/rand panics instead)
+	return hex.EncodeToString(b)
+}
+
+// validProcID: a record's proc names files, so it is checked before use.
+func validProcID(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
+}
+
+// record is a lock file's content: the holder, whether the lock carries
+// its flock, and a nonce telling one lock from the next.
+func (h holder) record(live bool) []byte {
 	nonce := make([]byte, 8)
-	_, _ = rand.Read(nonce) // never fails (crypto/rand panics instead)
-	return fmt.Appendf(nil, "%s\nhost=%s\nboot=%s\npidns=%s\npid=%d\nstart=%d\nnonce=%s\n",
-		holderMagic, oneLine(h.host), h.boot, h.pidns, h.pid, h.start, hex.EncodeToString(nonce))
+	_, _ = rand.Read(nonce)
+	liveness := ""
+	if live {
+		liveness = "live=flock\n"
+	}
+	return fmt.Appendf(nil, "%s\nhost=%s\nboot=%s\npidns=%s\npid=%d\nstart=%d\nproc=%s\n%snonce=%s\n",
+		holderMagic, oneLine(h.host), h.boot, h.pidns, h.pid, h.start, h.proc, liveness, hex.EncodeToString(nonce))
 }
 
 func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
 
 // parseRecord reads a lock file's content as a holder record; ok is false
 // for anything else (git's lock holding a sha, an empty lock, a record
-// missing a field).
+// missing a field). A record is complete with its process identity, or
+// with its proc and live=flock (written by a process /proc could not
+// describe).
 func parseRecord(b []byte) (h holder, ok bool) {
 	first, rest, _ := bytes.Cut(b, []byte("\n"))
 	if string(first) != holderMagic {
@@ -99,10 +134,20 @@ func parseRecord(b []byte) (h holder, ok bool) {
 		case "start":
 			h.start, err = strconv.ParseUint(v, 10, 64)
 			have |= 8
+		case "proc":
+			if !validProcID(v) {
+				return holder{}, false
+			}
+			h.proc = v
+		case "live":
+			h.live = v == "flock"
 		}
 		if err != nil {
 			return holder{}, false
 		}
+	}
+	if h.live && h.proc != "" {
+		return h, true
 	}
 	return h, have == 15 && h.boot != "" && h.pidns != "" && h.pid > 0
 }
@@ -126,13 +171,13 @@ func (s holderState) String() string {
 	return "unknown"
 }
 
-// judge says whether the holder h is a dead process. Only a holder in this
-// process's own pid space (same boot, same pid namespace) is judged; a
-// /proc read that fails for any reason but the pid's absence counts as
-// alive.
-func judge(h holder) holderState {
+// judgePid says whether the holder h is a dead process by its identity.
+// Only a holder in this process's own pid space (same boot, same pid
+// namespace) is judged; a /proc read that fails for any reason but the
+// pid's absence counts as alive.
+func judgePid(h holder) holderState {
 	self, ok := me()
-	if !ok || h.boot != self.boot || h.pidns != self.pidns {
+	if !ok || h.pid <= 0 || h.boot != self.boot || h.pidns != self.pidns {
 		return holderUnknown
 	}
 	st, err := procStat(h.pid)

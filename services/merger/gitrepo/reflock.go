@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/prsaga/prsaga/platform/fault"
 )
 
 // Ref locks. A merger takes refs/heads/<b>.lock exactly as git does —
@@ -20,80 +21,103 @@ import (
 // renamed over the ref while the lock is held. git and other writers only
 // care that the lock exists; nobody but the holder reads it.
 //
-// A lock whose record names a dead process of this machine and pid space
-// is broken (breakDeadLock); any other lock — git's, an older merger's
-// without a record, a live process's, another machine's — is respected.
+// The holder keeps an flock on its lock for as long as it holds it
+// (liveness.go). A lock whose record names a dead holder — its flock gone,
+// or, for records without one, a dead process of this machine and pid
+// space — is broken (breakDeadLock); any other lock — git's, a live
+// process's anywhere, an older merger's of another machine — is respected.
 
 // workDir is where a merger keeps its temporary files inside a git
 // directory: git ignores unknown directories there, and it is on the same
 // file system as refs/, so renames from it are atomic.
 const workDir = "prsaga"
 
+// FaultRefLocked is the fault point (platform/fault) hit right after a ref
+// lock is taken: crash tests make a merger die there, holding the lock.
+const FaultRefLocked = "merger.ref-locked"
+
 // lockFile is a ref lock this process holds.
 type lockFile struct {
 	path   string
 	record []byte
+	live   *os.File // holds the lock's flock; nil where flocks are refused
 }
 
 // acquireLock creates lock holding this process's record, atomically with
-// its content: the lock is a hard link to the process's holder file (one
-// per repository, written once), and link(2) fails if the name exists — so
-// no crash can leave a lock without its record, and taking a lock creates
-// no file. Where hard links are not supported it falls back to O_EXCL and
-// a write. errRefLocked if the lock exists. Callers hold r.mu.
+// its content and its flock: a holder file is created in the work
+// directory, flocked, written, and hard-linked to the lock's name — link(2)
+// fails if the name exists — then its own name is removed. No crash can
+// leave a lock without its record or one whose record claims a flock never
+// taken. Where hard links are not supported it falls back to O_EXCL and a
+// write. errRefLocked if the lock exists. Callers hold r.mu.
 func (r *Repo) acquireLock(lock string) (*lockFile, error) {
-	for range 2 {
-		h, err := r.holderFile()
-		if err != nil {
-			return nil, fmt.Errorf("lock %s: %w", lock, err)
-		}
-		err = os.Link(h.path, lock)
-		switch {
-		case err == nil:
-			return &lockFile{path: lock, record: h.record}, nil
-		case errors.Is(err, fs.ErrExist):
-			return nil, errRefLocked
-		case errors.Is(err, fs.ErrNotExist):
-			r.holder = nil // someone removed the holder file: write it again
-			continue
-		case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.EMLINK):
-			return createLock(lock, h.record)
-		}
-		return nil, fmt.Errorf("lock %s: %w", lock, err)
-	}
-	return nil, fmt.Errorf("lock %s: holder file keeps vanishing", lock)
-}
-
-// holderFile is this process's record in a repository's work directory;
-// every lock it takes there is a hard link to it.
-type holderFile struct {
-	path   string
-	record []byte
-}
-
-func (r *Repo) holderFile() (*holderFile, error) {
-	if r.holder != nil {
-		return r.holder, nil
-	}
 	self, _ := me()
-	rec := self.record()
 	dir := filepath.Join(r.dir, workDir)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
-	path, err := writeTemp(dir, "holder", self, rec)
+	if !r.swept {
+		r.swept = true
+		removeDeadHolders(dir)
+	}
+	f, rec, err := createRecord(filepath.Join(dir, tempPrefix("holder", self)+strconv.FormatUint(rand.Uint64(), 36)), self)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
-	r.holder = &holderFile{path: path, record: rec}
-	removeDeadHolders(dir)
-	return r.holder, nil
+	holderPath := f.Name()
+	if err := crashAt(r.hooks.refCrash, crashHolderWritten); err != nil {
+		return nil, err // a crashed process cleans nothing up
+	}
+	err = os.Link(holderPath, lock)
+	_ = os.Remove(holderPath)
+	switch {
+	case err == nil:
+		l := &lockFile{path: lock, record: rec, live: liveOrNil(f, rec)}
+		if err := fault.Hit(FaultRefLocked); err != nil {
+			return nil, errors.Join(err, l.release())
+		}
+		return l, nil
+	case errors.Is(err, fs.ErrExist):
+		_ = f.Close()
+		return nil, errRefLocked
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.EMLINK):
+		_ = f.Close()
+		return createLock(lock, self)
+	}
+	_ = f.Close()
+	return nil, fmt.Errorf("lock %s: %w", lock, err)
 }
 
-// removeDeadHolders removes the holder files (and other temporary files)
-// of dead processes from a work directory: every merger process leaves
-// its holder file behind when it exits. Locks of theirs still present keep
-// their record: a lock is another link to the same file.
+// createRecord creates path exclusively, takes its flock if the file
+// system allows, and writes the record saying whether it did. The flock
+// comes first, so a complete record claiming one is never without it while
+// its holder lives.
+func createRecord(path string, self holder) (*os.File, []byte, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := self.record(lockLive(f))
+	if _, err := f.Write(rec); err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		return nil, nil, err
+	}
+	return f, rec, nil
+}
+
+func liveOrNil(f *os.File, rec []byte) *os.File {
+	if h, _ := parseRecord(rec); h.live {
+		return f
+	}
+	_ = f.Close()
+	return nil
+}
+
+// removeDeadHolders removes what dead mergers left in a work directory: a
+// holder file outlives its process only when it died while taking a lock;
+// with it go the process's other temporary files. An older merger's holder
+// file (one per repository and process, kept) is judged the same way.
 func removeDeadHolders(dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -103,41 +127,40 @@ func removeDeadHolders(dir string) {
 		if !strings.HasPrefix(e.Name(), "holder-") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
+		f, _, h, ok := openRecord(filepath.Join(dir, e.Name()))
+		if f == nil {
 			continue
 		}
-		if h, ok := parseRecord(b); ok && judge(h) == holderDead {
+		if ok && judgeLock(h, f) == holderDead {
 			removeLitter(dir, h)
 		}
+		_ = f.Close()
 	}
 }
 
 // createLock is the fallback of acquireLock without hard links: a crash
 // between the create and the write leaves an empty lock, which is never
 // broken (an operator removes it, as with git's).
-func createLock(lock string, rec []byte) (*lockFile, error) {
-	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+func createLock(lock string, self holder) (*lockFile, error) {
+	f, rec, err := createRecord(lock, self)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, errRefLocked
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
-	_, werr := f.Write(rec)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		_ = os.Remove(lock)
-		return nil, fmt.Errorf("lock %s: %w", lock, werr)
-	}
-	return &lockFile{path: lock, record: rec}, nil
+	return &lockFile{path: lock, record: rec, live: liveOrNil(f, rec)}, nil
 }
 
-// release removes the lock.
+// release removes the lock, then drops its flock: the other way round, a
+// breaker could judge the lock dead in between and another writer take it,
+// and this remove would remove theirs.
 func (l *lockFile) release() error {
-	if err := os.Remove(l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	err := os.Remove(l.path)
+	if l.live != nil {
+		_ = l.live.Close()
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("unlock %s: %w", l.path, err)
 	}
 	return nil
@@ -163,7 +186,13 @@ func writeTemp(dir, kind string, self holder, content []byte) (string, error) {
 	return f.Name(), nil
 }
 
+// tempPrefix names a process's temporary files by its proc (unique where
+// pids are not: every container's merger is pid 1), or, for an older
+// merger's record without one, by pid and start time.
 func tempPrefix(kind string, h holder) string {
+	if h.proc != "" {
+		return kind + "-" + h.proc + "-"
+	}
 	return kind + "-" + strconv.Itoa(h.pid) + "-" + strconv.FormatUint(h.start, 10) + "-"
 }
 
@@ -173,19 +202,20 @@ func tempPrefix(kind string, h holder) string {
 var errLockRaced = errors.New("ref lock changed while being broken")
 
 // breakDeadLock removes lock if, and only if, it still holds the record of
-// a dead holder of this machine, and reports whether it did. Breakers take
-// turns on an flock of <git dir>/prsaga/break (released by the kernel if a
-// breaker dies), re-read the lock under it, and move it aside with a
-// rename, checking that what they moved is the very lock judged — so two
-// mergers racing to break the same lock break it once, and a lock taken
-// after the break is never touched.
+// a dead holder (judgeLock), and reports whether it did. The file judged
+// stays open meanwhile; breakers take turns on an flock of <git
+// dir>/prsaga/break (released by the kernel if a breaker dies), check
+// under it that the lock's name still is the very file judged, and move
+// it aside with a rename, checking again that what they moved is that
+// file — so several mergers racing to break the same lock break it once,
+// and a lock taken after the break is never touched.
 func (r *Repo) breakDeadLock(lock string) (broken bool, err error) {
-	content, err := os.ReadFile(lock)
-	if err != nil {
+	f, _, h, ok := openRecord(lock)
+	if f == nil {
 		return false, nil // gone already, or unreadable: not ours to break
 	}
-	h, ok := parseRecord(content)
-	if !ok || judge(h) != holderDead {
+	defer f.Close()
+	if !ok || judgeLock(h, f) != holderDead {
 		return false, nil
 	}
 	dir := filepath.Join(r.dir, workDir)
@@ -200,7 +230,7 @@ func (r *Repo) breakDeadLock(lock string) (broken bool, err error) {
 	if err := syscall.Flock(int(guard.Fd()), syscall.LOCK_EX); err != nil {
 		return false, fmt.Errorf("break %s: flock: %w", lock, err)
 	}
-	if now, err := os.ReadFile(lock); err != nil || !bytes.Equal(now, content) {
+	if !sameFile(lock, f) {
 		return false, nil // another breaker was first; a new lock is respected
 	}
 	self, _ := me()
@@ -211,9 +241,9 @@ func (r *Repo) breakDeadLock(lock string) (broken bool, err error) {
 		}
 		return false, fmt.Errorf("break %s: %w", lock, err)
 	}
-	if moved, err := os.ReadFile(aside); err != nil || !bytes.Equal(moved, content) {
+	if !sameFile(aside, f) {
 		// Only an outside hand (an operator removing and someone retaking
-		// the lock between the read and the rename) gets here: put the
+		// the lock between the check and the rename) gets here: put the
 		// lock back unless yet another one was taken meanwhile.
 		if lerr := os.Link(aside, lock); lerr == nil || errors.Is(lerr, fs.ErrExist) {
 			_ = os.Remove(aside)
@@ -225,6 +255,17 @@ func (r *Repo) breakDeadLock(lock string) (broken bool, err error) {
 	}
 	removeLitter(dir, h)
 	return true, nil
+}
+
+// sameFile reports whether path names the open file f. While f is open
+// its inode cannot be reused, so equal inodes mean the very same file.
+func sameFile(path string, f *os.File) bool {
+	a, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	b, err := f.Stat()
+	return err == nil && os.SameFile(a, b)
 }
 
 // removeLitter removes the files a dead holder left in dir.
@@ -244,13 +285,13 @@ func removeLitter(dir string, dead holder) {
 
 // describeLock says who holds a lock, for the busy error.
 func describeLock(lock string) string {
-	b, err := os.ReadFile(lock)
-	if err != nil {
+	f, _, h, ok := openRecord(lock)
+	if f == nil {
 		return ""
 	}
-	h, ok := parseRecord(b)
+	defer f.Close()
 	if !ok {
 		return "not a prsaga lock"
 	}
-	return fmt.Sprintf("held by prsaga pid %d on %s, %s", h.pid, h.host, judge(h))
+	return fmt.Sprintf("held by prsaga pid %d on %s (pid namespace %s), %s", h.pid, h.host, h.pidns, judgeLock(h, f))
 }

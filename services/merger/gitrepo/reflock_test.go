@@ -50,6 +50,15 @@ func TestLockHelperProcess(t *testing.T) {
 		fail(err)
 	}
 	mode := os.Getenv(envHelperMode)
+	source, head, _ := strings.Cut(os.Getenv(envHelperMerge), ",")
+	if mode == "merge" {
+		res, err := repo.Merge(request(source, "main", head, StrategyMerge, 42))
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println("merged", res.MergeSHA)
+		os.Exit(0)
+	}
 	if mode == "hold" {
 		lock, err := repo.acquireLock(loosePath(repo.dir, "main") + ".lock")
 		if err != nil {
@@ -70,7 +79,6 @@ func TestLockHelperProcess(t *testing.T) {
 		}
 		return nil
 	}
-	source, head, _ := strings.Cut(os.Getenv(envHelperMerge), ",")
 	if _, err := repo.Merge(request(source, "main", head, StrategyMerge, 42)); err != nil {
 		fail(err)
 	}
@@ -86,8 +94,22 @@ type helper struct {
 // startHelper runs the helper in mode and waits until it is ready.
 func startHelper(t *testing.T, f *fixture, mode, merge string) *helper {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHelperProcess$", "-test.count=1")
+	return startHelperVia(t, f, nil, mode, merge)
+}
+
+// helperCmd is the helper's command, run through wrap (e.g. unshare).
+func helperCmd(f *fixture, wrap []string, mode, merge string) *exec.Cmd {
+	args := append(append([]string{}, wrap...), os.Args[0], "-test.run=^TestLockHelperProcess$", "-test.count=1")
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), envHelperRoot+"="+f.root, envHelperMode+"="+mode, envHelperMerge+"="+merge)
+	return cmd
+}
+
+// startHelperVia runs the helper in mode through wrap and waits until it
+// is ready.
+func startHelperVia(t *testing.T, f *fixture, wrap []string, mode, merge string) *helper {
+	t.Helper()
+	cmd := helperCmd(f, wrap, mode, merge)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -213,6 +235,10 @@ func TestMergerKilledAtEachPointOfTheRefUpdate(t *testing.T) {
 			main, feature := buildNested(f)
 			lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
 			h := startHelper(t, f, tc.point, "feature,"+feature)
+			var dead holder
+			if tc.leftLock {
+				dead, _ = readLockRecord(t, lock)
+			}
 			h.killAndReap(t)
 
 			_, statErr := os.Stat(lock)
@@ -236,7 +262,7 @@ func TestMergerKilledAtEachPointOfTheRefUpdate(t *testing.T) {
 				t.Errorf("%d commits with the PR's trailer, want 1", n)
 			}
 			// What the dead merger left in the work directory is gone too.
-			if left, _ := filepath.Glob(filepath.Join(f.bare, workDir, fmt.Sprintf("*-%d-*", h.cmd.Process.Pid))); tc.leftLock && len(left) > 0 {
+			if left, _ := filepath.Glob(filepath.Join(f.bare, workDir, "*-"+dead.proc+"-*")); tc.leftLock && len(left) > 0 {
 				t.Errorf("the dead merger's temporary files are left: %v", left)
 			}
 			f.fsck()
@@ -397,30 +423,30 @@ func TestBreakDeadLockOnce(t *testing.T) {
 	}
 }
 
-// TestDeadHoldersFilesAreRemoved: the holder file a killed merger leaves in
-// the work directory is removed when another merger first locks there;
-// its lock keeps its record (another link to the same file) and is broken
-// as usual.
+// TestDeadHoldersFilesAreRemoved: the holder file a merger killed while
+// taking a lock leaves in the work directory (with its other temporary
+// files) is removed when another merger first locks there.
 func TestDeadHoldersFilesAreRemoved(t *testing.T) {
 	f := newFixture(t)
 	_, feature := buildNested(f)
 	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
-	h := startHelper(t, f, "hold", "")
+	h := startHelper(t, f, crashHolderWritten, "feature,"+feature)
+	left, _ := filepath.Glob(filepath.Join(f.bare, workDir, "holder-*"))
+	if len(left) != 1 {
+		t.Fatalf("the holder's file: %v, want one", left)
+	}
+	rec, _ := readLockRecord(t, left[0])
+	if !rec.live {
+		t.Fatalf("the holder file's record claims no flock: %+v", rec)
+	}
 	h.killAndReap(t)
-	pattern := filepath.Join(f.bare, workDir, fmt.Sprintf("holder-%d-*", h.cmd.Process.Pid))
-	if left, _ := filepath.Glob(pattern); len(left) != 1 {
-		t.Fatalf("the killed holder's file: %v, want one", left)
-	}
-	if _, err := f.repo.holderFile(); err != nil {
-		t.Fatal(err)
-	}
-	if left, _ := filepath.Glob(pattern); len(left) != 0 {
-		t.Errorf("the killed holder's file is left: %v", left)
-	}
-	if rec, _ := readLockRecord(t, lock); rec.pid != h.cmd.Process.Pid {
-		t.Errorf("the lock names pid %d, want the killed holder %d", rec.pid, h.cmd.Process.Pid)
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("lock after a crash before linking it: %v; want none", err)
 	}
 	f.merge(request("feature", "main", feature, StrategyMerge, 42))
+	if left, _ := filepath.Glob(filepath.Join(f.bare, workDir, "*-"+rec.proc+"-*")); len(left) != 0 {
+		t.Errorf("the killed holder's files are left: %v", left)
+	}
 	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lock after the merge: %v; want it gone", err)
 	}

@@ -108,8 +108,8 @@ func readPackedRef(gitDir, name string) (plumbing.Hash, bool, error) {
 //  1. take refs/heads/<branch>.lock (reflock.go: created exclusively,
 //     holding this process's record) — if it exists, another writer (git,
 //     or another merger) holds the ref: errRefLocked, and the lock is left
-//     alone, unless it holds the record of a dead merger of this machine:
-//     then it is broken and taken once more;
+//     alone, unless it holds the record of a dead merger (wherever it ran,
+//     liveness.go): then it is broken and taken once more;
 //  2. under the lock, re-read the ref (loose, else packed) and compare it
 //     with old — a mismatch is errRefChanged;
 //  3. write "<new>\n" to a temporary file next to the refs (fsynced in
@@ -197,9 +197,10 @@ func (r *Repo) updateRef(branch string, old, new plumbing.Hash) (err error) {
 
 // Crash points of updateRef, for tests.
 const (
-	crashLockWritten = "lock-written" // locked, new value written (fsynced in sync mode), not renamed
-	crashRefMoved    = "ref-moved"    // the ref moved, the lock not released yet
-	crashRenamed     = "renamed"      // the ref moved and the lock released, directory not fsynced
+	crashHolderWritten = "holder-written" // a holder file written, the lock not linked yet
+	crashLockWritten   = "lock-written"   // locked, new value written (fsynced in sync mode), not renamed
+	crashRefMoved      = "ref-moved"      // the ref moved, the lock not released yet
+	crashRenamed       = "renamed"        // the ref moved and the lock released, directory not fsynced
 )
 
 func crashAt(crash func(string) error, point string) error {
@@ -211,7 +212,8 @@ func crashAt(crash func(string) error, point string) error {
 
 // staleLockError is errRefLocked for an existing lock file, saying what an
 // operator can do when it stays: a lock left by a crashed writer that is
-// not a merger of this machine (git, a merger elsewhere) blocks the branch
+// not a merger (git's), or by an older merger without a liveness flock
+// from another machine or pid namespace, blocks the branch
 // for every writer, git included, until removed.
 func staleLockError(lock string) error {
 	age := "unknown age"

@@ -32,7 +32,7 @@ type Repo struct {
 	cache   cache.Object
 	graph   *commitGraph // kept across merges (graph.go)
 	lastUse uint64       // Repos.clock at the last Open; guarded by the Repos' mutex
-	holder  *holderFile  // this process's lock record (reflock.go)
+	swept   bool         // dead mergers' files were removed from the work directory (reflock.go)
 	// overlay holds objects made by a merge and read back before (or
 	// instead of) being written: a criss-cross merge's virtual base, and
 	// everything a check merge makes (check.go). Guarded by mu.

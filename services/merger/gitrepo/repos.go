@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/fault"
 )
 
 // Repos gives access to the bare repositories under one root directory,
@@ -62,6 +63,7 @@ func NewReposWithOptions(root string, opts Options) (*Repos, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("repos dir %q is not a directory", abs)
 	}
+	fault.Register(FaultRefLocked)
 	budget := opts.CacheBytes
 	if budget <= 0 {
 		budget = DefaultCacheBytes

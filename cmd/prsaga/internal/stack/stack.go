@@ -69,6 +69,8 @@ type Stack struct {
 	ready   []readier
 	closers []func() error
 	ydb     *ydb.Conn // the YDB connection the services share (store.go)
+	// standbys wait to become active (standby.go); guards running after Start.
+	standbys standbys
 
 	// Telemetry holds the stack's metrics (served on /metrics) and tracer
 	// providers: one registry per stack, so that stacks can run side by side.
@@ -145,16 +147,23 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if r, ok := comp.(readier); ok {
 			s.ready = append(s.ready, r)
 		}
-		run, err := service.Start(ctx, comp.Spec(), s.Bus, log, service.Options{
+		sopts := service.Options{
 			Backoff:   cfg.Backoff,
 			Workers:   opts.Workers,
 			Fault:     opts.Fault,
 			Telemetry: s.Telemetry,
-		})
+		}
+		if a, ok := comp.(activator); ok && !a.Active() {
+			s.startWhenActive(comp, a, log, sopts)
+			continue
+		}
+		run, err := service.Start(ctx, comp.Spec(), s.Bus, log, sopts)
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", name, err)
 		}
+		s.standbys.mu.Lock() // a standby taking over appends too
 		s.running = append(s.running, run)
+		s.standbys.mu.Unlock()
 	}
 	mux.Handle("GET /metrics", s.Telemetry.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -257,6 +266,7 @@ func (s *Stack) Stop() {
 		_ = s.http.Shutdown(ctx)
 		cancel()
 	}
+	s.stopStandbys()
 	for i := len(s.running) - 1; i >= 0; i-- {
 		s.running[i].Stop()
 	}

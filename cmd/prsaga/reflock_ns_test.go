@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/fault"
+	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/services/merger/gitrepo"
+)
+
+// TestMergerDiesHoldingARefLockInAContainer is issue 21's scenario end to
+// end: a merger in its own pid namespace (`unshare --pid --fork
+// --mount-proc`, as in a container) dies holding refs/heads/main.lock; a
+// merger started again in a fresh namespace, with its own data directory
+// on the same repositories directory, breaks the lock and the saga ends
+// MERGED with exactly one merge commit.
+func TestMergerDiesHoldingARefLockInAContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs four processes")
+	}
+	wrap := []string{"unshare", "--pid", "--fork", "--mount-proc", "--kill-child"}
+	if out, err := exec.Command(wrap[0], append(wrap[1:], "true")...).CombinedOutput(); err != nil {
+		t.Skipf("unshare --pid is not permitted here (%v: %s): this test needs root", err, strings.TrimSpace(string(out)))
+	}
+	const prs = 3
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := buildBinary(t)
+	procs := &procGroup{t: t, logs: filepath.Join(dir, "logs")}
+	t.Cleanup(procs.stopAll)
+	if err := os.MkdirAll(procs.logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	natsProc := procs.start(bin, "nats", "nats", "--nats-listen", "127.0.0.1:0", "--data", filepath.Join(dir, "nats"))
+	natsURL := procs.waitFor(ctx, natsProc, regexp.MustCompile(`listening on (nats://\S+)`))
+	reposDir := filepath.Join(dir, "repos")
+	reqs := prepareRepos(t, reposDir, prs, 1)
+	args := func(services, name string) []string {
+		addr := freeAddr(t)
+		return []string{"serve", services,
+			"--nats-url", natsURL,
+			"--data", filepath.Join(dir, "proc", name), // own data dir and store
+			"--repos", reposDir,
+			"--http", addr,
+			"--merger-http", "",
+			"--api-token", "", "--status-token", "",
+			"--log-level", "info", "--log-dir", "",
+			"--backoff", "200ms,1s,2s",
+			"--ack-wait", "2s", // the dead merger's event comes back soon
+		}
+	}
+	othersArgs := args("validator,notifier,indexer,ledger", "services")
+	others := procs.start(bin, "services", othersArgs...)
+	others.url = "http://" + othersArgs[9]
+	procs.waitReady(ctx, others)
+	validator := client.New(others.url, "")
+	owner, name, _ := strings.Cut(repoOf(0), "/")
+	if err := validatorDo(ctx, validator, "/api/v1/repos/"+owner+"/"+name+"/protection/main", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first merger dies (as by SIGKILL: no clean-up) right after it
+	// takes the lock of its first merge.
+	dying := startInNamespace(t, procs, wrap, bin, "merger-1", []string{fault.Env + "=" + gitrepo.FaultRefLocked + "=exit"}, args("merger", "merger-1")...)
+	b, err := bus.Connect(ctx, bus.Config{URL: natsURL, Name: "reflock-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, r := range reqs {
+		e, err := contracts.NewRequested(runner.NewID(), "urn:prsaga:reflock-test", time.Now(), r, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-dying.done:
+	case <-ctx.Done():
+		t.Fatalf("merger-1 never hit its fault point: %s", tailOf(dying.log))
+	}
+	if status, ok := dying.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || status.ExitStatus() != fault.ExitCode {
+		t.Fatalf("merger-1 ended %v, want the fault's exit %d: %s", dying.err, fault.ExitCode, tailOf(dying.log))
+	}
+	lock := filepath.Join(reposDir, repoOf(0)+".git", "refs", "heads", "main.lock")
+	rec, err := os.ReadFile(lock)
+	if err != nil {
+		t.Fatalf("the dead merger's lock: %v", err)
+	}
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	if !strings.Contains(string(rec), "\npid=1\n") || strings.Contains(string(rec), "pidns="+ns+"\n") {
+		t.Fatalf("the lock's record %q: want pid 1 of another pid namespace", rec)
+	}
+
+	// Restarted in a fresh namespace: it breaks the lock and merges all.
+	startInNamespace(t, procs, wrap, bin, "merger-2", nil, args("merger", "merger-2")...)
+	ledger := client.New(others.url, "")
+	merged := waitMerged(ctx, t, procs, ledger, prs, dying)
+	trailers := map[string]int{}
+	countTrailers(t, filepath.Join(reposDir, repoOf(0)+".git"), trailers)
+	for _, r := range reqs {
+		if !merged[r.PRID].Merged {
+			t.Errorf("%s: %+v, want MERGED", r.PRID, merged[r.PRID])
+		}
+		if n := trailers[r.PRID]; n != 1 {
+			t.Errorf("%s: %d merge commits with its trailer, want exactly 1", r.PRID, n)
+		}
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("main.lock after the run: %v; want it gone", err)
+	}
+}
+
+// startInNamespace starts a `prsaga` process through wrap, with env added
+// to its (PRSAGA_-free) environment, in procs.
+func startInNamespace(t *testing.T, procs *procGroup, wrap []string, bin, name string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, log: filepath.Join(procs.logs, name+".log"), done: make(chan struct{})}
+	out, err := os.Create(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	argv := append(append(append([]string{}, wrap...), bin), args...)
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PRSAGA_") {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	p.cmd.Env = append(p.cmd.Env, env...)
+	p.cmd.Stdout, p.cmd.Stderr = out, out
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	// unshare ignores SIGTERM while it waits for its child: stop the child
+	// (pid 1 of the namespace; unshare then exits with it) before
+	// procs.stopAll would wait for unshare in vain. Cleanups run last
+	// first, so this one runs before stopAll.
+	t.Cleanup(func() {
+		pid := p.cmd.Process.Pid
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
+			for _, c := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(c); err == nil {
+					_ = syscall.Kill(n, syscall.SIGTERM)
+				}
+			}
+		}
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill() // --kill-child takes the namespace with it
+			<-p.done
+		}
+	})
+	procs.mu.Lock()
+	procs.ps = append(procs.ps, p)
+	procs.mu.Unlock()
+	return p
+}
