@@ -61,7 +61,7 @@ func TestSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`PRAGMA TablePathPrefix("/local/prsaga/validator");`, "CREATE TABLE IF NOT EXISTS schema_migrations",
-		"CREATE TABLE IF NOT EXISTS outbox", "INDEX idx_outbox_unsent GLOBAL SYNC ON (pending_since)", `TTL = Interval("P8D") ON processed_at`} {
+		"CREATE TABLE IF NOT EXISTS outbox", "INDEX idx_outbox_unsent GLOBAL SYNC ON (shard, pending_since)", "AUTO_PARTITIONING_BY_LOAD = ENABLED", `TTL = Interval("P8D") ON processed_at`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("schema lacks %q:\n%s", want, s)
 		}

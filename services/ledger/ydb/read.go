@@ -53,12 +53,12 @@ func (s *Store) Get(ctx context.Context, prID string) (ledger.Saga, error) {
 // targetBranch reads the run's target branch from one of its events
 // (every saga payload carries the request); "" when unknown.
 func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
-	row, err := s.db.QueryRow(ctx, qAnyEventOfRun, ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Build())
+	row, err := s.db.QueryRow(ctx, qAnyEventOfRun, corrParams(correlationID))
 	if err != nil {
 		return ""
 	}
-	var raw string
-	if row.Scan(&raw) != nil {
+	raw, err := scanText(row)
+	if err != nil {
 		return ""
 	}
 	e, err := ledger.Event{Event: []byte(raw)}.CloudEvent()
@@ -104,22 +104,8 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 }
 
 func (s *Store) listPage(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
-	b := ydbsdk.ParamsBuilder().Param("$limit").Uint64(uint64(f.Limit + 1))
-	var q string
-	switch {
-	case f.State != "":
-		q = pick(f.After == nil, qListState, qListStateAfter)
-		b = b.Param("$state").Text(string(f.State)).Param("$any_repo").Bool(f.Repo == "").Param("$repo").Text(f.Repo)
-	case f.Repo != "":
-		q = pick(f.After == nil, qListRepo, qListRepoAfter)
-		b = b.Param("$repo").Text(f.Repo)
-	default:
-		q = pick(f.After == nil, qListAll, qListAllAfter)
-	}
-	if f.After != nil {
-		b = b.Param("$after_updated_at").Timestamp(f.After.UpdatedAt).Param("$after_pr_id").Text(f.After.PRID)
-	}
-	return s.sagas(ctx, q, b.Build())
+	q, p := listStatement(f)
+	return s.sagas(ctx, q, p)
 }
 
 func pick(first bool, a, b string) string {
@@ -138,19 +124,7 @@ func (s *Store) listStuck(ctx context.Context, f ledger.Filter) ([]contracts.Row
 		if !ok || (f.State != "" && f.State != st) {
 			continue
 		}
-		b := ydbsdk.ParamsBuilder().
-			Param("$state").Text(string(st)).
-			Param("$cutoff").Timestamp(cut).
-			Param("$any_repo").Bool(f.Repo == "").
-			Param("$repo").Text(f.Repo).
-			Param("$from_start").Bool(f.After == nil).
-			Param("$limit").Uint64(uint64(f.Limit + 1))
-		var after ledger.Cursor
-		if f.After != nil {
-			after = *f.After
-		}
-		b = b.Param("$after_updated_at").Timestamp(after.UpdatedAt).Param("$after_pr_id").Text(after.PRID)
-		rows, err := s.sagas(ctx, qListStuck, b.Build())
+		rows, err := s.sagas(ctx, qListStuck, listStuckParams(f, st, cut))
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +158,7 @@ func (s *Store) sagas(ctx context.Context, q string, p ydbsdk.Params) ([]contrac
 // MaxEvents). An unknown PR has none.
 func (s *Store) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
 	out := []ledger.Event{}
-	err := s.db.Query(ctx, qEventsOfPR, ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Param("$limit").Uint64(MaxEvents).Build(),
+	err := s.db.Query(ctx, qEventsOfPR, prEventsParams(prID),
 		func(row query.Row) error {
 			e, err := scanEvent(row)
 			out = append(out, e)
@@ -200,7 +174,7 @@ func (s *Store) Events(ctx context.Context, prID string) ([]ledger.Event, error)
 // its events, oldest first; ledger.ErrNotFound for an unknown run.
 func (s *Store) Run(ctx context.Context, correlationID string) (ledger.Run, error) {
 	run := ledger.Run{CorrelationID: correlationID, Transitions: []ledger.Transition{}, Events: []ledger.Event{}}
-	p := ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Param("$limit").Uint64(MaxEvents).Build()
+	p := runParams(correlationID)
 	err := s.db.Query(ctx, qTransitionsOfRun, p, func(row query.Row) error {
 		t, pr, err := scanTransition(row, true)
 		run.PRID = pr
@@ -261,23 +235,11 @@ func (s *Store) recentTransitions(ctx context.Context, w ledger.StepWindow) ([]l
 	if w.Limit <= 0 {
 		return nil, nil
 	}
-	// A Timestamp starts at the Unix epoch: an earlier Since means "no
-	// time bound".
-	since := w.Since
-	if epoch := time.Unix(0, 0); since.Before(epoch) {
-		since = epoch
-	}
 	var out []ledger.StepRow
-	p := ydbsdk.ParamsBuilder().Param("$since").Timestamp(since).Param("$limit").Uint64(uint64(w.Limit)).Build()
-	err := s.db.Query(ctx, qRecentTransitions, p, func(row query.Row) error {
-		var r ledger.StepRow
-		var to string
-		if err := row.Scan(&r.PRID, &r.Seq, &to, &r.Inferred, &r.At); err != nil {
-			return err
-		}
-		r.To, r.At = contracts.State(to), r.At.UTC()
+	err := s.db.Query(ctx, qRecentTransitions, recentParams(w), func(row query.Row) error {
+		r, err := scanStepRow(row)
 		out = append(out, r)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("step durations: %w", err)
@@ -294,11 +256,7 @@ func (s *Store) Stuck(ctx context.Context, cutoffs map[contracts.State]time.Time
 		if !ok {
 			continue
 		}
-		rows, err := s.sagas(ctx, qStuck, ydbsdk.ParamsBuilder().
-			Param("$state").Text(string(st)).
-			Param("$cutoff").Timestamp(cut).
-			Param("$limit").Uint64(uint64(limit)).
-			Build())
+		rows, err := s.sagas(ctx, qStuck, stuckParams(st, cut, limit))
 		if err != nil {
 			return nil, fmt.Errorf("read stuck sagas: %w", err)
 		}
@@ -340,15 +298,15 @@ func (s *Store) LastTransition(ctx context.Context, prID string) (ledger.Transit
 // OutboxStatus says whether the ledger's outbox holds an event and whether
 // the relay has published it.
 func (s *Store) OutboxStatus(ctx context.Context, eventID string) (held, sent bool, err error) {
-	row, err := s.db.QueryRow(ctx, qOutboxStatus, ydbsdk.ParamsBuilder().Param("$id").Text(eventID).Build())
+	row, err := s.db.QueryRow(ctx, qOutboxStatus, outboxStatusParams(eventID))
 	if pydb.IsNoRows(err) {
 		return false, false, nil
 	}
 	if err != nil {
 		return false, false, fmt.Errorf("read outbox row %s: %w", eventID, err)
 	}
-	var sentAt *time.Time
-	if err := row.Scan(&sentAt); err != nil {
+	sentAt, err := scanSentAt(row)
+	if err != nil {
 		return false, false, fmt.Errorf("read outbox row %s: %w", eventID, err)
 	}
 	return true, sentAt != nil, nil
@@ -359,15 +317,9 @@ func (s *Store) OutboxStatus(ctx context.Context, eventID string) (held, sent bo
 func (s *Store) StateCounts(ctx context.Context) (map[contracts.State]ledger.StateCount, error) {
 	out := map[contracts.State]ledger.StateCount{}
 	err := s.db.Query(ctx, qStateCounts, nil, func(row query.Row) error {
-		var state string
-		var n uint64
-		var oldest *time.Time
-		if err := row.Scan(&state, &n, &oldest); err != nil {
+		state, c, err := scanStateCount(row)
+		if err != nil {
 			return err
-		}
-		c := ledger.StateCount{Sagas: int(n)}
-		if oldest != nil {
-			c.Oldest = oldest.UTC()
 		}
 		out[contracts.State(state)] = c
 		return nil

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
-	"github.com/ydb-platform/ydb-go-sdk/v3/types"
 
 	"github.com/prsaga/prsaga/contracts"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -26,9 +24,6 @@ type Tx struct {
 
 var _ ledger.Tx = (*Tx)(nil)
 
-func prKey(prID string) ydbsdk.Params {
-	return ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Build()
-}
 
 // Saga reads the PR's row; Exists is false when there is none.
 func (t *Tx) Saga(prID string) (contracts.Row, error) {
@@ -48,7 +43,7 @@ func (t *Tx) Saga(prID string) (contracts.Row, error) {
 
 // EventRecorded reports whether saga_event holds the event.
 func (t *Tx) EventRecorded(eventID string) (bool, error) {
-	_, err := t.tx.QueryRow(qEventRecorded, ydbsdk.ParamsBuilder().Param("$event_id").Text(eventID).Build())
+	_, err := t.tx.QueryRow(qEventRecorded, eventIDParams(eventID))
 	switch {
 	case err == nil:
 		return true, nil
@@ -76,7 +71,7 @@ func (t *Tx) SaveSaga(prev, next contracts.Row) error {
 	case err != nil:
 		return fmt.Errorf("write saga %s: %w", next.PRID, err)
 	default:
-		if err := row.Scan(&version); err != nil {
+		if version, err = scanVersion(row); err != nil {
 			return fmt.Errorf("write saga %s: %w", next.PRID, err)
 		}
 		if !prev.Exists {
@@ -86,21 +81,7 @@ func (t *Tx) SaveSaga(prev, next contracts.Row) error {
 			return fmt.Errorf("update saga %s at version %d (now %d): %w", prev.PRID, prev.Version, version, ledger.ErrConflict)
 		}
 	}
-	p := ydbsdk.ParamsBuilder().
-		Param("$pr_id").Text(key).
-		Param("$repo").Text(next.Repo).
-		Param("$correlation_id").Text(next.CorrelationID).
-		Param("$state").Text(string(next.State)).
-		Param("$failed_step").Text(string(next.FailedStep)).
-		Param("$last_error").Text(next.LastError).
-		Param("$timed_out").Bool(next.TimedOut).
-		Param("$attempts").Int64(int64(next.Attempts)).
-		Param("$merge_sha").Text(next.MergeSHA).
-		Param("$merged").Bool(next.Merged).
-		Param("$version").Int64(version + 1).
-		Param("$created_at").Timestamp(next.CreatedAt).
-		Param("$updated_at").Timestamp(next.UpdatedAt).
-		Build()
+	p := putSagaParams(key, next, version+1)
 	if err := t.tx.Exec(qPutSaga, p); err != nil {
 		return fmt.Errorf("write saga %s: %w", next.PRID, err)
 	}
@@ -116,8 +97,8 @@ func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Trans
 	if err != nil {
 		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
 	}
-	var last *int64 // MAX of no rows is NULL
-	if err := row.Scan(&last); err != nil {
+	last, err := scanLastSeq(row)
+	if err != nil {
 		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
 	}
 	var base int64
@@ -125,24 +106,11 @@ func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Trans
 		base = *last
 	}
 	out := make([]ledger.Transition, len(ts))
-	items := make([]types.Value, len(ts))
 	for i, tr := range ts {
 		tr.Seq = base + int64(i) + 1
 		out[i] = tr
-		items[i] = types.StructValue(
-			types.StructFieldValue("pr_id", types.TextValue(prID)),
-			types.StructFieldValue("seq", types.Int64Value(tr.Seq)),
-			types.StructFieldValue("correlation_id", types.TextValue(tr.CorrelationID)),
-			types.StructFieldValue("from_state", types.TextValue(string(tr.From))),
-			types.StructFieldValue("to_state", types.TextValue(string(tr.To))),
-			types.StructFieldValue("reason", types.TextValue(tr.Reason)),
-			types.StructFieldValue("event_id", types.TextValue(tr.EventID)),
-			types.StructFieldValue("inferred", types.BoolValue(tr.Inferred)),
-			types.StructFieldValue("actor", types.TextValue(tr.Actor)),
-			types.StructFieldValue("at", types.TimestampValueFromTime(tr.At)),
-		)
 	}
-	if err := t.tx.Exec(qAddTransitions, ydbsdk.ParamsBuilder().Param("$transitions").Any(types.ListValue(items...)).Build()); err != nil {
+	if err := t.tx.Exec(qAddTransitions, transitionsParams(prID, out)); err != nil {
 		return nil, fmt.Errorf("insert transitions of %s: %w", prID, err)
 	}
 	return out, nil
@@ -151,16 +119,7 @@ func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Trans
 // RecordEvent stores one received event in saga_event. The projector has
 // looked it up first (EventRecorded) in this transaction.
 func (t *Tx) RecordEvent(e ledger.Event) error {
-	err := t.tx.Exec(qRecordEvent, ydbsdk.ParamsBuilder().
-		Param("$event_id").Text(e.EventID).
-		Param("$pr_id").Text(e.PRID).
-		Param("$correlation_id").Text(e.CorrelationID).
-		Param("$type").Text(e.Type).
-		Param("$status").Text(e.Status).
-		Param("$reason").Text(e.Reason).
-		Param("$received_at").Timestamp(e.ReceivedAt).
-		Param("$event").Text(string(e.Event)).
-		Build())
+	err := t.tx.Exec(qRecordEvent, recordEventParams(e))
 	if err != nil {
 		return fmt.Errorf("record event %s: %w", e.EventID, err)
 	}
@@ -173,9 +132,6 @@ func (t *Tx) LatestEvent(correlationID, eventType string) (ledger.Event, bool, e
 	return scanLatest(row, err, correlationID, eventType)
 }
 
-func latestEventParams(correlationID, eventType string) ydbsdk.Params {
-	return ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Param("$type").Text(eventType).Build()
-}
 
 func scanLatest(row query.Row, err error, correlationID, eventType string) (ledger.Event, bool, error) {
 	if pydb.IsNoRows(err) {
@@ -196,18 +152,15 @@ const retryAnswerTTL = 24 * time.Hour
 
 // RetryAnswer returns the answer stored under an Idempotency-Key.
 func (t *Tx) RetryAnswer(key string) (ledger.RetryAnswer, bool, error) {
-	row, err := t.tx.QueryRow(qRetryAnswer, ydbsdk.ParamsBuilder().
-		Param("$key").Text(key).
-		Param("$since").Timestamp(t.tx.Now().Add(-retryAnswerTTL)).
-		Build())
+	row, err := t.tx.QueryRow(qRetryAnswer, retryAnswerParams(key, t.tx.Now().Add(-retryAnswerTTL)))
 	if pydb.IsNoRows(err) {
 		return ledger.RetryAnswer{}, false, nil
 	}
 	if err != nil {
 		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
 	}
-	var raw string
-	if err := row.Scan(&raw); err != nil {
+	raw, err := scanText(row)
+	if err != nil {
 		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
 	}
 	var a ledger.RetryAnswer
@@ -224,12 +177,7 @@ func (t *Tx) SaveRetryAnswer(key string, a ledger.RetryAnswer) error {
 	if err != nil {
 		return fmt.Errorf("encode retry answer: %w", err)
 	}
-	err = t.tx.Exec(qSaveRetryAnswer, ydbsdk.ParamsBuilder().
-		Param("$key").Text(key).
-		Param("$pr_id").Text(a.PRID).
-		Param("$answer").Text(string(raw)).
-		Param("$created_at").Timestamp(t.tx.Now()).
-		Build())
+	err = t.tx.Exec(qSaveRetryAnswer, saveRetryAnswerParams(key, a.PRID, string(raw), t.tx.Now()))
 	if err != nil {
 		return fmt.Errorf("store retry answer: %w", err)
 	}
