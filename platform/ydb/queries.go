@@ -34,7 +34,7 @@ ORDER BY pending_since, id
 LIMIT $limit`
 	// Marks rows sent by key: UPDATE ON touches only rows that exist, so an
 	// unknown id is ignored; marking a row twice only moves its sent_at.
-	qMarkSent = `UPDATE outbox ON SELECT shard, id, sent_at, pending_since FROM AS_TABLE($sent)`
+	qMarkSent    = `UPDATE outbox ON SELECT shard, id, sent_at, pending_since FROM AS_TABLE($sent)`
 	qOutboxStats = `SELECT COUNT(*) AS n, MIN(pending_since) AS oldest
 FROM outbox VIEW idx_outbox_unsent
 WHERE shard IN $shards AND pending_since >= $epoch`

@@ -19,7 +19,8 @@ import (
 
 // Case is one statement of an adapter as the adapter runs it.
 type Case struct {
-	// Name is the Go constant (or variable) holding the statement.
+	// Name is the Go constant (or variable) holding the statement, maybe
+	// followed by " (what differs)" for another binding of it.
 	Name string
 	YQL  string
 	// Params are the statement's parameters as the adapter builds them
@@ -37,7 +38,9 @@ func Run(t *testing.T, schema Schema, declared []string, cases []Case) {
 	t.Helper()
 	var listed []string
 	for _, c := range cases {
-		listed = append(listed, c.Name)
+		// "qX (variant)" is another binding of qX's statement.
+		base, _, _ := strings.Cut(c.Name, " (")
+		listed = append(listed, base)
 		t.Run(c.Name, func(t *testing.T) {
 			if err := Check(schema, c); err != nil {
 				t.Error(err)
@@ -245,13 +248,36 @@ func fits(rule ParamRule, v types.Value) error {
 	}
 	want := sdkType(rule.Type)
 	got := v.Type()
-	if types.Equal(want, got) {
+	if !types.Equal(want, got) && !(rule.OrOptional && types.Equal(types.Optional(want), got)) {
+		return fmt.Errorf("bound as %s, %s wants %s", got.Yql(), rule.Why, want.Yql())
+	}
+	return inRange(v)
+}
+
+// YQL's Timestamp runs from the Unix epoch to the start of 2106.
+var (
+	minTimestamp = time.Unix(0, 0).UTC()
+	maxTimestamp = time.Date(2106, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// inRange refuses a Timestamp the server would refuse: the SDK converts
+// a time.Time before the epoch (the zero time.Time, say) to microseconds
+// without complaint.
+func inRange(v types.Value) error {
+	if types.IsNull(v) {
 		return nil
 	}
-	if rule.OrOptional && types.Equal(types.Optional(want), got) {
-		return nil
+	if _, inner := types.IsOptional(v.Type()); inner != nil && types.Equal(inner, types.TypeTimestamp) ||
+		types.Equal(v.Type(), types.TypeTimestamp) {
+		var at time.Time
+		if err := types.CastTo(v, &at); err != nil {
+			return err
+		}
+		if at.Before(minTimestamp) || !at.Before(maxTimestamp) {
+			return fmt.Errorf("Timestamp %s is outside YQL's range [1970, 2106)", at.Format(time.RFC3339Nano))
+		}
 	}
-	return fmt.Errorf("bound as %s, %s wants %s", got.Yql(), rule.Why, want.Yql())
+	return nil
 }
 
 // Row is a result row of given column types for a scan function. Its Scan

@@ -22,8 +22,8 @@ import (
 type Type struct {
 	Name     string // primitive name, "List" or "Struct"
 	Optional bool
-	Item     *Type        // of a List
-	Fields   []FieldType  // of a Struct, in name order
+	Item     *Type       // of a List
+	Fields   []FieldType // of a Struct, in name order
 }
 
 // FieldType is one member of a Struct.

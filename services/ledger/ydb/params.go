@@ -8,6 +8,7 @@ import (
 	"github.com/ydb-platform/ydb-go-sdk/v3/types"
 
 	"github.com/prsaga/prsaga/contracts"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
@@ -20,19 +21,23 @@ func prKey(prID string) ydbsdk.Params {
 }
 
 func eventIDParams(eventID string) ydbsdk.Params {
-	return ydbsdk.ParamsBuilder().Param("$event_id").Text(eventID).Build()
+	return ydbsdk.ParamsBuilder().Param("$shard").Uint32(pydb.Shard(eventID)).Param("$event_id").Text(eventID).Build()
 }
 
+// A statement over a run takes its correlation id and that id's shard.
 func corrParams(correlationID string) ydbsdk.Params {
-	return ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Build()
+	return ydbsdk.ParamsBuilder().Param("$corr_shard").Uint32(pydb.Shard(correlationID)).
+		Param("$correlation_id").Text(correlationID).Build()
 }
 
 func latestEventParams(correlationID, eventType string) ydbsdk.Params {
-	return ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Param("$type").Text(eventType).Build()
+	return ydbsdk.ParamsBuilder().Param("$corr_shard").Uint32(pydb.Shard(correlationID)).
+		Param("$correlation_id").Text(correlationID).Param("$type").Text(eventType).Build()
 }
 
 func runParams(correlationID string) ydbsdk.Params {
-	return ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Param("$limit").Uint64(MaxEvents).Build()
+	return ydbsdk.ParamsBuilder().Param("$corr_shard").Uint32(pydb.Shard(correlationID)).
+		Param("$correlation_id").Text(correlationID).Param("$limit").Uint64(MaxEvents).Build()
 }
 
 func prEventsParams(prID string) ydbsdk.Params {
@@ -70,6 +75,7 @@ func transitionsParams(prID string, ts []ledger.Transition) ydbsdk.Params {
 			types.StructFieldValue("pr_id", types.TextValue(prID)),
 			types.StructFieldValue("seq", types.Int64Value(tr.Seq)),
 			types.StructFieldValue("correlation_id", types.TextValue(tr.CorrelationID)),
+			types.StructFieldValue("corr_shard", types.Uint32Value(pydb.Shard(tr.CorrelationID))),
 			types.StructFieldValue("from_state", types.TextValue(string(tr.From))),
 			types.StructFieldValue("to_state", types.TextValue(string(tr.To))),
 			types.StructFieldValue("reason", types.TextValue(tr.Reason)),
@@ -84,9 +90,11 @@ func transitionsParams(prID string, ts []ledger.Transition) ydbsdk.Params {
 
 func recordEventParams(e ledger.Event) ydbsdk.Params {
 	return ydbsdk.ParamsBuilder().
+		Param("$shard").Uint32(pydb.Shard(e.EventID)).
 		Param("$event_id").Text(e.EventID).
 		Param("$pr_id").Text(e.PRID).
 		Param("$correlation_id").Text(e.CorrelationID).
+		Param("$corr_shard").Uint32(pydb.Shard(e.CorrelationID)).
 		Param("$type").Text(e.Type).
 		Param("$status").Text(e.Status).
 		Param("$reason").Text(e.Reason).
@@ -126,21 +134,18 @@ func recentParams(w ledger.StepWindow) ydbsdk.Params {
 	return ydbsdk.ParamsBuilder().Param("$since").Timestamp(since).Param("$limit").Uint64(uint64(w.Limit)).Build()
 }
 
-// listStatement picks the list's statement for a filter without Stuck
-// (one per index and first or next page) and its parameters; $limit is
-// the page size plus one.
+// listStatement picks the list's statement for a filter without Stuck and
+// its parameters; $limit is the page size plus one. A filter without a
+// state or a repository is listed by state (listAllParams).
 func listStatement(f ledger.Filter) (string, ydbsdk.Params) {
 	b := ydbsdk.ParamsBuilder().Param("$limit").Uint64(uint64(f.Limit + 1))
 	var q string
-	switch {
-	case f.State != "":
+	if f.State != "" {
 		q = pick(f.After == nil, qListState, qListStateAfter)
 		b = b.Param("$state").Text(string(f.State)).Param("$any_repo").Bool(f.Repo == "").Param("$repo").Text(f.Repo)
-	case f.Repo != "":
+	} else {
 		q = pick(f.After == nil, qListRepo, qListRepoAfter)
 		b = b.Param("$repo").Text(f.Repo)
-	default:
-		q = pick(f.After == nil, qListAll, qListAllAfter)
 	}
 	if f.After != nil {
 		b = b.Param("$after_updated_at").Timestamp(f.After.UpdatedAt).Param("$after_pr_id").Text(f.After.PRID)
@@ -157,7 +162,10 @@ func listStuckParams(f ledger.Filter, st contracts.State, cut time.Time) ydbsdk.
 		Param("$repo").Text(f.Repo).
 		Param("$from_start").Bool(f.After == nil).
 		Param("$limit").Uint64(uint64(f.Limit + 1))
-	var after ledger.Cursor
+	// Without a cursor $from_start makes the cursor's bound moot; it is
+	// still bound, and to a Timestamp in range (the epoch), not to the zero
+	// time.Time, which lies before 1970 and out of Timestamp's range.
+	after := ledger.Cursor{UpdatedAt: time.Unix(0, 0).UTC()}
 	if f.After != nil {
 		after = *f.After
 	}
@@ -195,16 +203,54 @@ func scanStepRow(row query.Row) (ledger.StepRow, error) {
 	return r, nil
 }
 
-func scanStateCount(row query.Row) (string, ledger.StateCount, error) {
+func inFlightParams() ydbsdk.Params {
+	states := make([]types.Value, len(contracts.Steps))
+	for i, st := range contracts.Steps {
+		states[i] = types.TextValue(string(st))
+	}
+	return ydbsdk.ParamsBuilder().Param("$states").Any(types.ListValue(states...)).Build()
+}
+
+// scanInFlightCount reads a row of qInFlightCounts: MIN(updated_at) with
+// GROUP BY is a Timestamp (never NULL), scanned into a time.Time.
+func scanInFlightCount(row query.Row) (string, ledger.StateCount, error) {
 	var state string
 	var n uint64
-	var oldest *time.Time
+	var oldest time.Time
 	if err := row.Scan(&state, &n, &oldest); err != nil {
 		return "", ledger.StateCount{}, err
 	}
-	c := ledger.StateCount{Sagas: int(n)}
-	if oldest != nil {
-		c.Oldest = oldest.UTC()
-	}
-	return state, c, nil
+	return state, ledger.StateCount{Sagas: int(n), Oldest: oldest.UTC()}, nil
+}
+
+func scanFinalCount(row query.Row) (state string, sagas int64, err error) {
+	err = row.Scan(&state, &sagas)
+	return state, sagas, err
+}
+
+func stateParams(state contracts.State) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().Param("$state").Text(string(state)).Build()
+}
+
+func scanOldest(row query.Row) (at time.Time, err error) {
+	err = row.Scan(&at)
+	return at.UTC(), err
+}
+
+// counterShards spreads each final state's count over this many rows.
+const counterShards = 8
+
+func stateCountParams(state contracts.State, prID string) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().Param("$state").Text(string(state)).
+		Param("$shard").Uint32(pydb.Shard(prID) % counterShards).Build()
+}
+
+func putStateCountParams(state contracts.State, prID string, sagas int64) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().Param("$state").Text(string(state)).
+		Param("$shard").Uint32(pydb.Shard(prID) % counterShards).Param("$sagas").Int64(sagas).Build()
+}
+
+func scanSagas(row query.Row) (n int64, err error) {
+	err = row.Scan(&n)
+	return n, err
 }

@@ -104,8 +104,33 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 }
 
 func (s *Store) listPage(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
+	if f.State == "" && f.Repo == "" {
+		return s.listAll(ctx, f)
+	}
 	q, p := listStatement(f)
 	return s.sagas(ctx, q, p)
+}
+
+// listAll lists every state's page (one range of idx_saga_state each) and
+// merges them newest first: the newest Limit+1 sagas overall are among
+// the newest Limit+1 of each state.
+func (s *Store) listAll(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
+	var all []contracts.Row
+	for _, st := range contracts.States {
+		g := f
+		g.State = st
+		q, p := listStatement(g)
+		rows, err := s.sagas(ctx, q, p)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
+	}
+	slices.SortFunc(all, newestFirst)
+	if len(all) > f.Limit+1 {
+		all = all[:f.Limit+1]
+	}
+	return all, nil
 }
 
 func pick(first bool, a, b string) string {
@@ -313,11 +338,14 @@ func (s *Store) OutboxStatus(ctx context.Context, eventID string) (held, sent bo
 }
 
 // StateCounts counts sagas per state with the oldest updated_at of each,
-// for the in-flight gauges: one pass over idx_saga_state.
+// for the in-flight gauges and stats, without a scan that grows with the
+// history: the in-flight states' ranges of idx_saga_state (as many entries
+// as sagas in flight), the final states' counter rows, and the first entry
+// of each final state's range.
 func (s *Store) StateCounts(ctx context.Context) (map[contracts.State]ledger.StateCount, error) {
 	out := map[contracts.State]ledger.StateCount{}
-	err := s.db.Query(ctx, qStateCounts, nil, func(row query.Row) error {
-		state, c, err := scanStateCount(row)
+	err := s.db.Query(ctx, qInFlightCounts, inFlightParams(), func(row query.Row) error {
+		state, c, err := scanInFlightCount(row)
 		if err != nil {
 			return err
 		}
@@ -326,6 +354,31 @@ func (s *Store) StateCounts(ctx context.Context) (map[contracts.State]ledger.Sta
 	})
 	if err != nil {
 		return nil, fmt.Errorf("saga state counts: %w", err)
+	}
+	final := map[contracts.State]int64{}
+	err = s.db.Query(ctx, qFinalCounts, nil, func(row query.Row) error {
+		state, n, err := scanFinalCount(row)
+		final[contracts.State(state)] += n
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("saga state counts: %w", err)
+	}
+	for state, n := range final {
+		if n <= 0 {
+			continue
+		}
+		row, err := s.db.QueryRow(ctx, qOldestOfState, stateParams(state))
+		if err != nil && !pydb.IsNoRows(err) {
+			return nil, fmt.Errorf("saga state counts: %w", err)
+		}
+		c := ledger.StateCount{Sagas: int(n)}
+		if err == nil {
+			if c.Oldest, err = scanOldest(row); err != nil {
+				return nil, fmt.Errorf("saga state counts: %w", err)
+			}
+		}
+		out[state] = c
 	}
 	return out, nil
 }

@@ -24,7 +24,6 @@ type Tx struct {
 
 var _ ledger.Tx = (*Tx)(nil)
 
-
 // Saga reads the PR's row; Exists is false when there is none.
 func (t *Tx) Saga(prID string) (contracts.Row, error) {
 	row, err := t.tx.QueryRow(qSaga, prKey(prID))
@@ -81,9 +80,50 @@ func (t *Tx) SaveSaga(prev, next contracts.Row) error {
 			return fmt.Errorf("update saga %s at version %d (now %d): %w", prev.PRID, prev.Version, version, ledger.ErrConflict)
 		}
 	}
+	if err := t.countFinal(key, prev, next); err != nil {
+		return fmt.Errorf("write saga %s: %w", next.PRID, err)
+	}
 	p := putSagaParams(key, next, version+1)
 	if err := t.tx.Exec(qPutSaga, p); err != nil {
 		return fmt.Errorf("write saga %s: %w", next.PRID, err)
+	}
+	return nil
+}
+
+// final reports whether a saga in state s rests in a final state.
+func final(s contracts.State) bool { return s != "" && !s.InFlight() }
+
+// countFinal keeps saga_state_count: a saga entering a final state counts
+// one more there, one leaving it one less (a retry of a failed merge). The
+// counter row is read first, in this transaction.
+func (t *Tx) countFinal(prID string, prev, next contracts.Row) error {
+	from := contracts.State("")
+	if prev.Exists {
+		from = prev.State
+	}
+	if from == next.State {
+		return nil
+	}
+	for _, d := range []struct {
+		state contracts.State
+		delta int64
+	}{{from, -1}, {next.State, +1}} {
+		if !final(d.state) {
+			continue
+		}
+		var n int64
+		row, err := t.tx.QueryRow(qStateCount, stateCountParams(d.state, prID))
+		switch {
+		case err == nil:
+			if n, err = scanSagas(row); err != nil {
+				return err
+			}
+		case !pydb.IsNoRows(err):
+			return err
+		}
+		if err := t.tx.Exec(qPutStateCount, putStateCountParams(d.state, prID, n+d.delta)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -131,7 +171,6 @@ func (t *Tx) LatestEvent(correlationID, eventType string) (ledger.Event, bool, e
 	row, err := t.tx.QueryRow(qLatestEvent, latestEventParams(correlationID, eventType))
 	return scanLatest(row, err, correlationID, eventType)
 }
-
 
 func scanLatest(row query.Row, err error, correlationID, eventType string) (ledger.Event, bool, error) {
 	if pydb.IsNoRows(err) {
