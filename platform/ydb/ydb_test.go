@@ -114,43 +114,6 @@ func TestTxOfRefusesAnotherStore(t *testing.T) {
 
 type fakeTx struct{ store.Tx }
 
-// The adapters scan YQL values into these Go types; the SDK's row.Scan
-// uses the same conversion as types.CastTo.
-func TestScanDestinations(t *testing.T) {
-	at := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
-	var (
-		s    string
-		b    []byte
-		ts   time.Time
-		ots  *time.Time
-		u    uint64
-		i    int64
-		oi   *int64
-		flag bool
-	)
-	for _, c := range []struct {
-		name string
-		v    types.Value
-		dst  any
-		ok   func() bool
-	}{
-		{"Utf8 -> string", types.TextValue("x"), &s, func() bool { return s == "x" }},
-		{"String -> []byte", types.BytesValue([]byte{0, 1}), &b, func() bool { return len(b) == 2 && b[1] == 1 }},
-		{"Timestamp -> time.Time", types.TimestampValueFromTime(at), &ts, func() bool { return ts.Equal(at) }},
-		{"Timestamp? NULL -> *time.Time", types.NullValue(types.TypeTimestamp), &ots, func() bool { return ots == nil }},
-		{"Timestamp? -> *time.Time", types.OptionalValue(types.TimestampValueFromTime(at)), &ots, func() bool { return ots != nil && ots.Equal(at) }},
-		{"Uint64 (COUNT) -> uint64", types.Uint64Value(7), &u, func() bool { return u == 7 }},
-		{"Int64 -> int64", types.Int64Value(-3), &i, func() bool { return i == -3 }},
-		{"Int64? NULL (MAX of nothing) -> *int64", types.NullValue(types.TypeInt64), &oi, func() bool { return oi == nil }},
-		{"Int64? -> *int64", types.OptionalValue(types.Int64Value(9)), &oi, func() bool { return oi != nil && *oi == 9 }},
-		{"Bool -> bool", types.BoolValue(true), &flag, func() bool { return flag }},
-	} {
-		if err := types.CastTo(c.v, c.dst); err != nil || !c.ok() {
-			t.Errorf("%s: err %v", c.name, err)
-		}
-	}
-}
-
 // The typed parameters the adapters build convert to YDB's wire form.
 func TestParametersAreWellTyped(t *testing.T) {
 	row := func(id string) types.Value {
