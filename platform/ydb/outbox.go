@@ -84,9 +84,10 @@ func markSentParams(ids []string, now time.Time) ydb.Params {
 		rows[i] = types.StructValue(
 			types.StructFieldValue("shard", types.Uint32Value(Shard(id))),
 			types.StructFieldValue("id", types.TextValue(id)),
-			types.StructFieldValue("sent_at", types.TimestampValueFromTime(now)),
-			// The column's own type, Optional<Timestamp>: NULL takes the
+			// Both in the columns' own type, Optional<Timestamp> (UPDATE ON
+			// wants the types of the table); a NULL pending_since takes the
 			// row out of the unsent range.
+			types.StructFieldValue("sent_at", types.OptionalValue(types.TimestampValueFromTime(now))),
 			types.StructFieldValue("pending_since", types.NullValue(types.TypeTimestamp)),
 		)
 	}

@@ -67,6 +67,9 @@ func TestCheckCatchesDefects(t *testing.T) {
 		{"NULL for a nullable column through AS_TABLE", Case{YQL: `UPDATE t ON SELECT id, done_at FROM AS_TABLE($rows)`,
 			Params: ydbsdk.ParamsBuilder().Param("$rows").Any(types.ListValue(types.StructValue(
 				types.StructFieldValue("id", types.TextValue("a")), types.StructFieldValue("done_at", types.NullValue(types.TypeTimestamp))))).Build()}, ""},
+		{"UPDATE ON: a plain Timestamp for a nullable column", Case{YQL: `UPDATE t ON SELECT id, done_at FROM AS_TABLE($rows)`,
+			Params: ydbsdk.ParamsBuilder().Param("$rows").Any(types.ListValue(types.StructValue(
+				types.StructFieldValue("id", types.TextValue("a")), types.StructFieldValue("done_at", types.TimestampValueFromTime(at))))).Build()}, "types must match"},
 		{"unknown column", Case{YQL: `SELECT nope FROM t`, Scan: func(r query.Row) error { return nil }}, "unknown column nope"},
 		{"unknown index", Case{YQL: `SELECT id FROM t VIEW idx_nope`, Scan: func(r query.Row) error { return nil }}, "no index idx_nope"},
 		{"a SELECT with no scan function", Case{YQL: `SELECT id FROM t`}, "names no scan function"},

@@ -318,7 +318,7 @@ func (s Schema) upsert(q string, ty *Typed) error {
 			written = append(written, c)
 		}
 	default:
-		if written, err = asTable(t, rest, ty); err != nil {
+		if written, err = asTable(t, rest, ty, false); err != nil {
 			return err
 		}
 	}
@@ -338,7 +338,11 @@ func fullRow(t *Table, written []string, what string) error {
 
 // asTable types SELECT items FROM AS_TABLE($p) written into t: $p is a List
 // of Struct whose members feed the named columns.
-func asTable(t *Table, sel string, ty *Typed) ([]string, error) {
+//
+// strict (UPDATE ON, DELETE ON, whose documentation asks the subquery's
+// types to match the table's): a member for a nullable column must be
+// Optional too.
+func asTable(t *Table, sel string, ty *Typed, strict bool) ([]string, error) {
 	m := asTableRE.FindStringSubmatch(sel)
 	if m == nil {
 		return nil, fmt.Errorf("source %q not understood (SELECT … FROM AS_TABLE($p))", sel)
@@ -359,6 +363,9 @@ func asTable(t *Table, sel string, ty *Typed) ([]string, error) {
 			return nil, fmt.Errorf("unknown column %s of %s", col, t.Name)
 		}
 		r := ParamRule{Type: c.Type.Required(), OrOptional: c.Type.Optional, Why: "member " + field + " written to " + col}
+		if strict {
+			r = ParamRule{Type: c.Type, Why: "member " + field + " written to " + col + " (types must match)"}
+		}
 		if prev, ok := fields[field]; ok && prev.Type.String() != r.Type.String() {
 			return nil, fmt.Errorf("member %s feeds columns of types %s and %s", field, prev.Type, r.Type)
 		}
@@ -381,7 +388,7 @@ func (s Schema) update(q string, ty *Typed) error {
 	}
 	rest = strings.TrimSpace(strings.TrimPrefix(rest, name))
 	if strings.HasPrefix(rest, "ON ") {
-		written, err := asTable(t, strings.TrimPrefix(rest, "ON "), ty)
+		written, err := asTable(t, strings.TrimPrefix(rest, "ON "), ty, true)
 		if err != nil {
 			return err
 		}
@@ -425,7 +432,7 @@ func (s Schema) delete(q string, ty *Typed) error {
 	}
 	rest = strings.TrimSpace(strings.TrimPrefix(rest, name))
 	if strings.HasPrefix(rest, "ON ") {
-		written, err := asTable(t, strings.TrimPrefix(rest, "ON "), ty)
+		written, err := asTable(t, strings.TrimPrefix(rest, "ON "), ty, true)
 		if err != nil {
 			return err
 		}
