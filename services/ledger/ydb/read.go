@@ -74,8 +74,8 @@ func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
 
 // List returns one page of sagas, most recently updated first (see
 // ledger.Filter). The filter is validated first; each shape of filter is
-// one constant statement over one index (VIEW idx_saga_state,
-// idx_saga_repo or idx_saga_updated).
+// one constant statement over one index (VIEW idx_saga_state or
+// idx_saga_repo); the list of all sagas runs the by-state one per state.
 func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
 	f = f.WithDefaults()
 	if err := f.Validate(); err != nil {
