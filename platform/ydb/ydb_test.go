@@ -11,9 +11,13 @@ import (
 	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/types"
 
+	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/platform/ydb"
 )
+
+// The runner takes the batch path (one transaction per batch) on YDB.
+var _ runner.BatchStore = (*ydb.DB)(nil)
 
 // These tests need no server: a YDB cannot be started on the build
 // machines. The suite in platform/store/storetest runs against a real one

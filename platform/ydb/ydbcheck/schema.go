@@ -6,8 +6,12 @@
 // as the adapter builds it, is compared with the column it meets.
 //
 // It knows the subset of YQL the adapters write — and refuses, with an
-// error, whatever else it meets, so that a new shape of statement has to be
-// taught to it (and reasoned about) before it can pass.
+// error, what it cannot type (an expression in a select list, a parameter
+// in a position it has no rule for), so that a new shape of statement has to
+// be taught to it (and reasoned about) before it can pass. It types
+// parameters by the column they are compared with; an expression around a
+// parameter ($cut + Interval(...)) is not looked into. It checks types, not
+// plans.
 package ydbcheck
 
 import (
