@@ -381,8 +381,8 @@ func Declared(dir string) ([]string, error) {
 				return true
 			}
 			for _, a := range call.Args {
-				if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					errs = append(errs, fmt.Errorf("%s: a statement written inline; declare it as a q… constant", fset.Position(lit.Pos())))
+				if inlineText(a) {
+					errs = append(errs, fmt.Errorf("%s: a statement written inline; declare it as a q… constant", fset.Position(a.Pos())))
 				}
 				if ce, ok := a.(*ast.CallExpr); ok {
 					if id, ok := ce.Fun.(*ast.SelectorExpr); ok && id.Sel.Name == "yql" && len(ce.Args) == 1 {
@@ -397,6 +397,19 @@ func Declared(dir string) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, errors.Join(errs...)
+}
+
+// inlineText: a string literal, or text joined with one ("SELECT " + x).
+func inlineText(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		return e.Kind == token.STRING
+	case *ast.BinaryExpr:
+		return e.Op == token.ADD && (inlineText(e.X) || inlineText(e.Y))
+	case *ast.ParenExpr:
+		return inlineText(e.X)
+	}
+	return false
 }
 
 func isStatementName(n string) bool {

@@ -105,4 +105,11 @@ func TestDeclared(t *testing.T) {
 	if _, err := Declared(dir); err == nil || !strings.Contains(err.Error(), "inline") {
 		t.Fatalf("an inline statement: %v, want it refused", err)
 	}
+	joined := src + "func g(db interface{ Exec(string) error }) { _ = db.Exec(qOne + ` LIMIT 1`) }\n"
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte(joined), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Declared(dir); err == nil || !strings.Contains(err.Error(), "inline") {
+		t.Fatalf("a statement joined inline: %v, want it refused", err)
+	}
 }
