@@ -32,7 +32,7 @@ func TestSchemaMatchesDeployFile(t *testing.T) {
 		`PRAGMA TablePathPrefix("/local/prsaga/merger");`,
 		"CREATE TABLE IF NOT EXISTS pr_lock",
 		"CREATE TABLE IF NOT EXISTS delivery",
-		`WITH (TTL = Interval("P8D") ON processed_at)`,
+		`TTL = Interval("P8D") ON processed_at,`, "PRIMARY KEY (shard, consumer, event_id)",
 	} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("schema lacks %q", want)

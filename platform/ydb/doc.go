@@ -12,8 +12,13 @@
 // invalidates the read's lock, the commit fails, DoTx retries and the re-read
 // sees the winner's row. The platform's own writes (inbox, outbox) are
 // buffered and written when the function returns, after the service's reads
-// and writes, so that no table is read after it was written in the same
-// transaction.
+// and writes, so that within one unit of work no table is read after it was
+// written. (UpdateEach runs several units in one transaction: a later unit
+// may read what an earlier one wrote; see docs/ydb.md.)
+//
+// Keys never begin with a time-ordered id: the outbox and the inbox begin
+// with Shard(id). Every statement is a q… constant, type-checked offline
+// against the migrations by ydbcheck.
 //
 // Schema changes are YQL migrations embedded per component (the platform's
 // outbox and inbox here, each service's tables in the service), applied at

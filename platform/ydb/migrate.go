@@ -77,7 +77,8 @@ func SplitStatements(yql string) []string {
 	return out
 }
 
-const sqlMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+// SchemaMigrationsTable records the migrations applied in a directory.
+const SchemaMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
     component  Utf8      NOT NULL,
     name       Utf8      NOT NULL,
     applied_at Timestamp NOT NULL,
@@ -87,7 +88,7 @@ const sqlMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // migrate applies each file not recorded yet: its statements one by one
 // (DDL, each in an implicit transaction of its own), then the record.
 func (db *DB) migrate(ctx context.Context, all []Migrations) error {
-	if err := db.ddl(ctx, sqlMigrationsTable); err != nil {
+	if err := db.ddl(ctx, SchemaMigrationsTable); err != nil {
 		return fmt.Errorf("ydb: migrate %s: %w", db.dir, err)
 	}
 	for _, m := range all {
@@ -104,16 +105,23 @@ func (db *DB) migrate(ctx context.Context, all []Migrations) error {
 	return nil
 }
 
+func migrationParams(component, name string) ydb.Params {
+	return ydb.ParamsBuilder().Param("$component").Text(component).Param("$name").Text(name).Build()
+}
+
+func recordMigrationParams(component, name string, at time.Time) ydb.Params {
+	return ydb.ParamsBuilder().Param("$component").Text(component).Param("$name").Text(name).
+		Param("$at").Timestamp(at).Build()
+}
+
+func scanMigrationApplied(row query.Row) error {
+	var at time.Time
+	return row.Scan(&at)
+}
+
 func (db *DB) apply(ctx context.Context, m Migrations, name string) error {
-	params := ydb.ParamsBuilder().
-		Param("$component").Text(m.Component).
-		Param("$name").Text(name).
-		Build()
-	_, err := db.QueryRow(ctx, `SELECT applied_at FROM schema_migrations WHERE component = $component AND name = $name`, params)
-	switch {
-	case err == nil:
-		return nil // applied
-	case !IsNoRows(err):
+	applied, err := db.applied(ctx, m.Component, name)
+	if err != nil || applied {
 		return err
 	}
 	body, err := fs.ReadFile(m.FS, name)
@@ -125,14 +133,35 @@ func (db *DB) apply(ctx context.Context, m Migrations, name string) error {
 			return err
 		}
 	}
-	return db.conn.drv.Query().Exec(ctx, db.yql(`UPSERT INTO schema_migrations (component, name, applied_at)
-VALUES ($component, $name, $at)`),
-		query.WithParameters(ydb.ParamsBuilder().
-			Param("$component").Text(m.Component).
-			Param("$name").Text(name).
-			Param("$at").Timestamp(db.now()).
-			Build()),
+	return db.conn.drv.Query().Exec(ctx, db.yql(qRecordMigration),
+		query.WithParameters(recordMigrationParams(m.Component, name, db.now())),
 		query.WithIdempotent())
+}
+
+// applied reads the record of one migration. Straight after CREATE TABLE
+// schema_migrations a read may still meet a transient scheme error (the
+// table's metadata not yet everywhere, or created by another replica at
+// the same moment): such errors are tried again, like the DDL.
+func (db *DB) applied(ctx context.Context, component, name string) (bool, error) {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var row query.Row
+		row, err = db.QueryRow(ctx, qMigrationApplied, migrationParams(component, name))
+		switch {
+		case err == nil:
+			return true, scanMigrationApplied(row)
+		case IsNoRows(err):
+			return false, nil
+		case ctx.Err() != nil:
+			return false, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+		}
+	}
+	return false, err
 }
 
 // ddl runs one schema statement outside any transaction. Two replicas
@@ -155,6 +184,22 @@ func (db *DB) ddl(ctx context.Context, stmt string) error {
 	return fmt.Errorf("schema statement %.80q: %w", strings.Join(strings.Fields(stmt), " "), err)
 }
 
+// SchemaStatements are the statements that create a directory's tables:
+// schema_migrations, the platform's migrations, then migs.
+func SchemaStatements(migs ...Migrations) ([]string, error) {
+	out := []string{SchemaMigrationsTable}
+	for _, m := range append([]Migrations{PlatformMigrations}, migs...) {
+		stmts, err := m.Statements()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range stmts {
+			out = append(out, s.YQL)
+		}
+	}
+	return out, nil
+}
+
 // Schema renders the YQL that Open applies for one service directory, for
 // `prsaga schema --store ydb`: the table-path prefix line, then every
 // statement of the platform's and the given migrations.
@@ -164,7 +209,7 @@ func Schema(database, prefix string, migs ...Migrations) (string, error) {
 	if !dirRE.MatchString(dir) || containsDotDot(dir[1:]) {
 		return "", fmt.Errorf("ydb: table directory %q is not an absolute path of plain names", dir)
 	}
-	fmt.Fprintf(&b, "PRAGMA TablePathPrefix(%q);\n\n%s;\n", dir, sqlMigrationsTable)
+	fmt.Fprintf(&b, "PRAGMA TablePathPrefix(%q);\n\n%s;\n", dir, SchemaMigrationsTable)
 	for _, m := range append([]Migrations{PlatformMigrations}, migs...) {
 		stmts, err := m.Statements()
 		if err != nil {

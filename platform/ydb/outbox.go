@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,23 +19,48 @@ import (
 // pending_since is after it, a NULL (sent) one is not in the range.
 var epoch = time.Unix(0, 0).UTC()
 
+// Shards is how many values the shard column of the outbox and the inbox
+// takes: writes spread over this many key ranges (see docs/ydb.md).
+const Shards = 32
+
+// Shard is the shard of an id: FNV-1a of its bytes, modulo Shards.
+func Shard(id string) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return h.Sum32() % Shards
+}
+
+func allShards() types.Value {
+	list := make([]types.Value, Shards)
+	for i := range list {
+		list[i] = types.Uint32Value(uint32(i))
+	}
+	return types.ListValue(list...)
+}
+
+func unsentParams(limit int) ydb.Params {
+	return ydb.ParamsBuilder().Param("$shards").Any(allShards()).Param("$epoch").Timestamp(epoch).
+		Param("$limit").Uint64(uint64(limit)).Build()
+}
+
+// scanUnsent reads one row of qUnsent; headers is the JSON of the NATS
+// headers.
+func scanUnsent(row query.Row) (r store.OutboxRow, headers string, err error) {
+	err = row.Scan(&r.ID, &r.Subject, &headers, &r.Body, &r.CreatedAt)
+	return r, headers, err
+}
+
 // Unsent lists up to limit unsent rows, oldest first, through
-// idx_outbox_unsent (a range scan of the unsent rows only).
+// idx_outbox_unsent: one range per shard, of unsent rows only.
 func (db *DB) Unsent(ctx context.Context, limit int) ([]store.OutboxRow, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	var out []store.OutboxRow
-	err := db.Query(ctx, `SELECT id, subject, headers, body, created_at
-FROM outbox VIEW idx_outbox_unsent
-WHERE pending_since >= $epoch
-ORDER BY pending_since, id
-LIMIT $limit`,
-		ydb.ParamsBuilder().Param("$epoch").Timestamp(epoch).Param("$limit").Uint64(uint64(limit)).Build(),
+	err := db.Query(ctx, qUnsent, unsentParams(limit),
 		func(row query.Row) error {
-			var r store.OutboxRow
-			var h string
-			if err := row.Scan(&r.ID, &r.Subject, &h, &r.Body, &r.CreatedAt); err != nil {
+			r, h, err := scanUnsent(row)
+			if err != nil {
 				return err
 			}
 			if err := json.Unmarshal([]byte(h), &r.Header); err != nil {
@@ -52,26 +78,32 @@ LIMIT $limit`,
 	return out, nil
 }
 
+func markSentParams(ids []string, now time.Time) ydb.Params {
+	rows := make([]types.Value, len(ids))
+	for i, id := range ids {
+		rows[i] = types.StructValue(
+			types.StructFieldValue("shard", types.Uint32Value(Shard(id))),
+			types.StructFieldValue("id", types.TextValue(id)),
+			// Both in the columns' own type, Optional<Timestamp> (UPDATE ON
+			// wants the types of the table); a NULL pending_since takes the
+			// row out of the unsent range.
+			types.StructFieldValue("sent_at", types.OptionalValue(types.TimestampValueFromTime(now))),
+			types.StructFieldValue("pending_since", types.NullValue(types.TypeTimestamp)),
+		)
+	}
+	return ydb.ParamsBuilder().Param("$sent").Any(types.ListValue(rows...)).Build()
+}
+
 // MarkSent marks rows published: sent_at set (the TTL column) and
-// pending_since cleared (out of the unsent range) with a typed NULL
-// parameter (Optional<Timestamp>, the column's own type). Rows already sent or
-// unknown are left alone.
+// pending_since cleared (out of the unsent range), by key. Unknown ids are
+// ignored (UPDATE ON changes only rows that exist); a row marked twice
+// keeps being sent, its sent_at moved.
 func (db *DB) MarkSent(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	list := make([]types.Value, len(ids))
-	for i, id := range ids {
-		list[i] = types.TextValue(id)
-	}
-	err := db.conn.drv.Query().Exec(ctx, db.yql(`UPDATE outbox
-SET sent_at = $now, pending_since = $no_time
-WHERE id IN $ids AND sent_at IS NULL`),
-		query.WithParameters(ydb.ParamsBuilder().
-			Param("$now").Timestamp(db.now()).
-			Param("$no_time").BeginOptional().Timestamp(nil).EndOptional().
-			Param("$ids").Any(types.ListValue(list...)).
-			Build()),
+	err := db.conn.drv.Query().Exec(ctx, db.yql(qMarkSent),
+		query.WithParameters(markSentParams(ids, db.now())),
 		query.WithTxControl(query.SerializableReadWriteTxControl(query.CommitTx())),
 		query.WithIdempotent())
 	if err != nil {
@@ -80,19 +112,24 @@ WHERE id IN $ids AND sent_at IS NULL`),
 	return nil
 }
 
+func outboxStatsParams() ydb.Params {
+	return ydb.ParamsBuilder().Param("$shards").Any(allShards()).Param("$epoch").Timestamp(epoch).Build()
+}
+
+func scanOutboxStats(row query.Row) (n uint64, oldest *time.Time, err error) {
+	err = row.Scan(&n, &oldest)
+	return n, oldest, err
+}
+
 // OutboxStats counts unsent rows and the age of the oldest, through
-// idx_outbox_unsent.
+// idx_outbox_unsent (it reads every unsent entry: the backlog it reports).
 func (db *DB) OutboxStats(ctx context.Context) (int, time.Duration, error) {
-	row, err := db.QueryRow(ctx, `SELECT COUNT(*) AS n, MIN(pending_since) AS oldest
-FROM outbox VIEW idx_outbox_unsent
-WHERE pending_since >= $epoch`,
-		ydb.ParamsBuilder().Param("$epoch").Timestamp(epoch).Build())
+	row, err := db.QueryRow(ctx, qOutboxStats, outboxStatsParams())
 	if err != nil {
 		return 0, 0, fmt.Errorf("outbox stats: %w", err)
 	}
-	var n uint64
-	var oldest *time.Time
-	if err := row.Scan(&n, &oldest); err != nil {
+	n, oldest, err := scanOutboxStats(row)
+	if err != nil {
 		return 0, 0, fmt.Errorf("outbox stats: %w", err)
 	}
 	var age time.Duration
@@ -102,12 +139,24 @@ WHERE pending_since >= $epoch`,
 	return int(n), age, nil
 }
 
+func inboxKeyParams(consumer, eventID string) ydb.Params {
+	return ydb.ParamsBuilder().Param("$shard").Uint32(Shard(eventID)).
+		Param("$consumer").Text(consumer).Param("$event_id").Text(eventID).Build()
+}
+
+func scanInboxSeen(row query.Row) error {
+	var at time.Time
+	return row.Scan(&at)
+}
+
 // Processed reports whether consumer already handled eventID.
 func (db *DB) Processed(ctx context.Context, consumer, eventID string) (bool, error) {
-	_, err := db.QueryRow(ctx, `SELECT processed_at FROM inbox WHERE consumer = $consumer AND event_id = $event_id`,
-		ydb.ParamsBuilder().Param("$consumer").Text(consumer).Param("$event_id").Text(eventID).Build())
+	row, err := db.QueryRow(ctx, qInboxSeen, inboxKeyParams(consumer, eventID))
 	switch {
 	case err == nil:
+		if err := scanInboxSeen(row); err != nil {
+			return false, fmt.Errorf("inbox lookup: %w", err)
+		}
 		return true, nil
 	case IsNoRows(err):
 		return false, nil
@@ -115,29 +164,70 @@ func (db *DB) Processed(ctx context.Context, consumer, eventID string) (bool, er
 	return false, fmt.Errorf("inbox lookup: %w", err)
 }
 
-// ExpireInbox deletes inbox rows processed before now-olderThan, counting
-// them first in the same transaction (YDB reports no affected rows). The
-// inbox's TTL does the same in the background; this is for explicit
-// clean-ups and tests. It scans the inbox.
+// expireBatch bounds one round of ExpireInbox: the keys one snapshot read
+// returns and one transaction deletes.
+const expireBatch = 1000
+
+func expiredParams(cut time.Time) ydb.Params {
+	return ydb.ParamsBuilder().Param("$cut").Timestamp(cut).Param("$limit").Uint64(expireBatch).Build()
+}
+
+type inboxRowKey struct {
+	shard             uint32
+	consumer, eventID string
+}
+
+func scanExpired(row query.Row) (k inboxRowKey, err error) {
+	err = row.Scan(&k.shard, &k.consumer, &k.eventID)
+	return k, err
+}
+
+func deleteInboxParams(keys []inboxRowKey) ydb.Params {
+	items := make([]types.Value, len(keys))
+	for i, k := range keys {
+		items[i] = types.StructValue(
+			types.StructFieldValue("shard", types.Uint32Value(k.shard)),
+			types.StructFieldValue("consumer", types.TextValue(k.consumer)),
+			types.StructFieldValue("event_id", types.TextValue(k.eventID)),
+		)
+	}
+	return ydb.ParamsBuilder().Param("$keys").Any(types.ListValue(items...)).Build()
+}
+
+// ExpireInbox deletes inbox rows processed before now-olderThan, in
+// bounded rounds: a snapshot read (no locks, so concurrent inserts do not
+// abort it) finds up to expireBatch expired keys, and a short transaction
+// deletes exactly those keys. Expired rows are never written again, so a
+// concurrent writer cannot conflict with the delete. The inbox's TTL does
+// the same in the background; this is for explicit clean-ups and tests.
+// The count is of keys found expired and deleted (a row the TTL removed in
+// between is counted too).
 func (db *DB) ExpireInbox(ctx context.Context, olderThan time.Duration) (int64, error) {
 	cut := db.now().Add(-olderThan)
-	var n uint64
-	err := db.conn.drv.Query().DoTx(ctx, func(ctx context.Context, tx query.TxActor) error {
-		p := ydb.ParamsBuilder().Param("$cut").Timestamp(cut).Build()
-		row, err := tx.QueryRow(ctx, db.yql(`SELECT COUNT(*) AS n FROM inbox WHERE processed_at < $cut`), query.WithParameters(p))
+	var total int64
+	for {
+		var keys []inboxRowKey
+		err := db.Query(ctx, qExpiredInbox, expiredParams(cut), func(row query.Row) error {
+			k, err := scanExpired(row)
+			keys = append(keys, k)
+			return err
+		})
 		if err != nil {
-			return err
+			return total, fmt.Errorf("expire inbox: %w", err)
 		}
-		if err := row.Scan(&n); err != nil {
-			return err
+		if len(keys) == 0 {
+			return total, nil
 		}
-		if n == 0 {
-			return nil
+		err = db.conn.drv.Query().Exec(ctx, db.yql(qDeleteInbox),
+			query.WithParameters(deleteInboxParams(keys)),
+			query.WithTxControl(query.SerializableReadWriteTxControl(query.CommitTx())),
+			query.WithIdempotent())
+		if err != nil {
+			return total, fmt.Errorf("expire inbox: %w", err)
 		}
-		return tx.Exec(ctx, db.yql(`DELETE FROM inbox WHERE processed_at < $cut`), query.WithParameters(p))
-	}, query.WithIdempotent())
-	if err != nil {
-		return 0, fmt.Errorf("expire inbox: %w", err)
+		total += int64(len(keys))
+		if len(keys) < expireBatch {
+			return total, nil
+		}
 	}
-	return int64(n), nil
 }

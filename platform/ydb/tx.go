@@ -123,8 +123,7 @@ func (tx *Tx) MarkProcessed(consumer, eventID string) (bool, error) {
 	if tx.seen[k] {
 		return false, nil
 	}
-	_, err := tx.QueryRow(`SELECT processed_at FROM inbox WHERE consumer = $consumer AND event_id = $event_id`,
-		ydb.ParamsBuilder().Param("$consumer").Text(consumer).Param("$event_id").Text(eventID).Build())
+	_, err := tx.QueryRow(qInboxSeen, inboxKeyParams(consumer, eventID))
 	if tx.seen == nil {
 		tx.seen = map[inboxKey]bool{}
 	}
@@ -160,72 +159,118 @@ func (tx *Tx) Emit(evs ...*event.Event) error {
 	return nil
 }
 
-// flush writes the buffered inbox and outbox rows: the outbox is read
-// first (ids already there are kept as they are), then both are written
-// with UPSERT — after that read, in this serializable transaction, an UPSERT
-// only ever inserts: a concurrent writer of the same id invalidates the
-// read and the commit fails, and DoTx's next attempt reads its row.
-// (INSERT would abort the whole transaction on a duplicate.)
-func (tx *Tx) flush() error {
-	if len(tx.marked) > 0 {
-		items := make([]types.Value, len(tx.marked))
-		for i, k := range tx.marked {
-			items[i] = types.StructValue(
-				types.StructFieldValue("consumer", types.TextValue(k.consumer)),
-				types.StructFieldValue("event_id", types.TextValue(k.eventID)),
-				types.StructFieldValue("processed_at", types.TimestampValueFromTime(tx.now)),
-			)
+func inboxInsertValue(marked []inboxKey, now time.Time) types.Value {
+	items := make([]types.Value, len(marked))
+	for i, k := range marked {
+		items[i] = types.StructValue(
+			types.StructFieldValue("shard", types.Uint32Value(Shard(k.eventID))),
+			types.StructFieldValue("consumer", types.TextValue(k.consumer)),
+			types.StructFieldValue("event_id", types.TextValue(k.eventID)),
+			types.StructFieldValue("processed_at", types.TimestampValueFromTime(now)),
+		)
+	}
+	return types.ListValue(items...)
+}
+
+func outboxHeldParams(ids []string) ydb.Params {
+	shards := map[uint32]bool{}
+	var sv, iv []types.Value
+	for _, id := range ids {
+		if s := Shard(id); !shards[s] {
+			shards[s] = true
+			sv = append(sv, types.Uint32Value(s))
 		}
-		if err := tx.Exec(`UPSERT INTO inbox SELECT consumer, event_id, processed_at FROM AS_TABLE($rows)`,
-			ydb.ParamsBuilder().Param("$rows").Any(types.ListValue(items...)).Build()); err != nil {
-			return fmt.Errorf("inbox insert: %w", err)
-		}
+		iv = append(iv, types.TextValue(id))
 	}
-	if len(tx.rows) == 0 {
-		return nil
-	}
-	ids := make([]types.Value, len(tx.rows))
-	for i, r := range tx.rows {
-		ids[i] = types.TextValue(r.ID)
-	}
-	held := map[string]bool{}
-	err := tx.Query(`SELECT id FROM outbox WHERE id IN $ids`,
-		ydb.ParamsBuilder().Param("$ids").Any(types.ListValue(ids...)).Build(),
-		func(row query.Row) error {
-			var id string
-			if err := row.Scan(&id); err != nil {
-				return err
-			}
-			held[id] = true
-			return nil
-		})
-	if err != nil {
-		return fmt.Errorf("outbox lookup: %w", err)
-	}
-	var items []types.Value
-	for _, r := range tx.rows {
-		if held[r.ID] {
-			continue
-		}
+	return ydb.ParamsBuilder().Param("$shards").Any(types.ListValue(sv...)).Param("$ids").Any(types.ListValue(iv...)).Build()
+}
+
+func scanOutboxHeld(row query.Row) (id string, err error) {
+	err = row.Scan(&id)
+	return id, err
+}
+
+func outboxInsertValue(rows []store.OutboxRow) (types.Value, error) {
+	items := make([]types.Value, len(rows))
+	for i, r := range rows {
 		h, err := json.Marshal(r.Header)
 		if err != nil {
-			return fmt.Errorf("outbox row %s headers: %w", r.ID, err)
+			return nil, fmt.Errorf("outbox row %s headers: %w", r.ID, err)
 		}
-		items = append(items, types.StructValue(
+		items[i] = types.StructValue(
+			types.StructFieldValue("shard", types.Uint32Value(Shard(r.ID))),
 			types.StructFieldValue("id", types.TextValue(r.ID)),
 			types.StructFieldValue("subject", types.TextValue(r.Subject)),
 			types.StructFieldValue("headers", types.TextValue(string(h))),
 			types.StructFieldValue("body", types.BytesValue(r.Body)),
 			types.StructFieldValue("created_at", types.TimestampValueFromTime(r.CreatedAt)),
-		))
+		)
 	}
-	if len(items) == 0 {
-		return nil
+	return types.ListValue(items...), nil
+}
+
+// flush writes the buffered inbox and outbox rows: the outbox is read
+// first (ids already there are kept as they are), then both tables are
+// written with UPSERT in one statement — after that read, in this
+// serializable transaction, an UPSERT only ever inserts: a concurrent
+// writer of the same id invalidates the read and the commit fails, and
+// DoTx's next attempt reads its row. (INSERT would abort the whole
+// transaction on a duplicate.)
+func (tx *Tx) flush() error {
+	var fresh []store.OutboxRow
+	if len(tx.rows) > 0 {
+		ids := make([]string, len(tx.rows))
+		for i, r := range tx.rows {
+			ids[i] = r.ID
+		}
+		held := map[string]bool{}
+		err := tx.Query(qOutboxHeld, outboxHeldParams(ids), func(row query.Row) error {
+			id, err := scanOutboxHeld(row)
+			held[id] = true
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("outbox lookup: %w", err)
+		}
+		for _, r := range tx.rows {
+			if !held[r.ID] {
+				fresh = append(fresh, r)
+			}
+		}
 	}
-	if err := tx.Exec(`UPSERT INTO outbox
-SELECT id, subject, headers, body, created_at, created_at AS pending_since FROM AS_TABLE($rows)`,
-		ydb.ParamsBuilder().Param("$rows").Any(types.ListValue(items...)).Build()); err != nil {
-		return fmt.Errorf("outbox insert: %w", err)
+	q, p, err := flushStatement(tx.marked, fresh, tx.now)
+	if err != nil || q == "" {
+		return err
+	}
+	if err := tx.Exec(q, p); err != nil {
+		return fmt.Errorf("inbox and outbox insert: %w", err)
 	}
 	return nil
+}
+
+// flushStatement picks the statement that writes what there is: the inbox
+// rows, the outbox rows, or both in one round trip.
+func flushStatement(marked []inboxKey, fresh []store.OutboxRow, now time.Time) (string, ydb.Params, error) {
+	b := ydb.ParamsBuilder()
+	q := ""
+	if len(marked) > 0 {
+		b = b.Param("$inbox").Any(inboxInsertValue(marked, now))
+		q = qInboxInsert
+	}
+	if len(fresh) > 0 {
+		v, err := outboxInsertValue(fresh)
+		if err != nil {
+			return "", nil, err
+		}
+		b = b.Param("$outbox").Any(v)
+		q = pick(q == "", qOutboxInsert, qInboxOutboxInsert)
+	}
+	return q, b.Build(), nil
+}
+
+func pick(first bool, a, b string) string {
+	if first {
+		return a
+	}
+	return b
 }

@@ -11,9 +11,13 @@ import (
 	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/types"
 
+	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/platform/ydb"
 )
+
+// The runner takes the batch path (one transaction per batch) on YDB.
+var _ runner.BatchStore = (*ydb.DB)(nil)
 
 // These tests need no server: a YDB cannot be started on the build
 // machines. The suite in platform/store/storetest runs against a real one
@@ -61,7 +65,7 @@ func TestSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`PRAGMA TablePathPrefix("/local/prsaga/validator");`, "CREATE TABLE IF NOT EXISTS schema_migrations",
-		"CREATE TABLE IF NOT EXISTS outbox", "INDEX idx_outbox_unsent GLOBAL SYNC ON (pending_since)", `TTL = Interval("P8D") ON processed_at`} {
+		"CREATE TABLE IF NOT EXISTS outbox", "INDEX idx_outbox_unsent GLOBAL SYNC ON (shard, pending_since)", "AUTO_PARTITIONING_BY_LOAD = ENABLED", `TTL = Interval("P8D") ON processed_at`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("schema lacks %q:\n%s", want, s)
 		}
@@ -113,43 +117,6 @@ func TestTxOfRefusesAnotherStore(t *testing.T) {
 }
 
 type fakeTx struct{ store.Tx }
-
-// The adapters scan YQL values into these Go types; the SDK's row.Scan
-// uses the same conversion as types.CastTo.
-func TestScanDestinations(t *testing.T) {
-	at := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
-	var (
-		s    string
-		b    []byte
-		ts   time.Time
-		ots  *time.Time
-		u    uint64
-		i    int64
-		oi   *int64
-		flag bool
-	)
-	for _, c := range []struct {
-		name string
-		v    types.Value
-		dst  any
-		ok   func() bool
-	}{
-		{"Utf8 -> string", types.TextValue("x"), &s, func() bool { return s == "x" }},
-		{"String -> []byte", types.BytesValue([]byte{0, 1}), &b, func() bool { return len(b) == 2 && b[1] == 1 }},
-		{"Timestamp -> time.Time", types.TimestampValueFromTime(at), &ts, func() bool { return ts.Equal(at) }},
-		{"Timestamp? NULL -> *time.Time", types.NullValue(types.TypeTimestamp), &ots, func() bool { return ots == nil }},
-		{"Timestamp? -> *time.Time", types.OptionalValue(types.TimestampValueFromTime(at)), &ots, func() bool { return ots != nil && ots.Equal(at) }},
-		{"Uint64 (COUNT) -> uint64", types.Uint64Value(7), &u, func() bool { return u == 7 }},
-		{"Int64 -> int64", types.Int64Value(-3), &i, func() bool { return i == -3 }},
-		{"Int64? NULL (MAX of nothing) -> *int64", types.NullValue(types.TypeInt64), &oi, func() bool { return oi == nil }},
-		{"Int64? -> *int64", types.OptionalValue(types.Int64Value(9)), &oi, func() bool { return oi != nil && *oi == 9 }},
-		{"Bool -> bool", types.BoolValue(true), &flag, func() bool { return flag }},
-	} {
-		if err := types.CastTo(c.v, c.dst); err != nil || !c.ok() {
-			t.Errorf("%s: err %v", c.name, err)
-		}
-	}
-}
 
 // The typed parameters the adapters build convert to YDB's wire form.
 func TestParametersAreWellTyped(t *testing.T) {

@@ -18,30 +18,31 @@ const (
 VALUES ($pr_id, $repo, $correlation_id, $state, $failed_step, $last_error, $timed_out,
     $attempts, $merge_sha, $merged, $version, $created_at, $updated_at)`
 
-	qEventRecorded = `SELECT event_id FROM saga_event WHERE event_id = $event_id`
-	qRecordEvent   = `UPSERT INTO saga_event (event_id, pr_id, correlation_id, type, status, reason, received_at, event)
-VALUES ($event_id, $pr_id, $correlation_id, $type, $status, $reason, $received_at, $event)`
+	// One point of the key (shard, event_id).
+	qEventRecorded = `SELECT event_id FROM saga_event WHERE shard = $shard AND event_id = $event_id`
+	qRecordEvent   = `UPSERT INTO saga_event (shard, event_id, pr_id, correlation_id, corr_shard, type, status, reason, received_at, event)
+VALUES ($shard, $event_id, $pr_id, $correlation_id, $corr_shard, $type, $status, $reason, $received_at, $event)`
 
 	// A range of the primary key (pr_id, seq).
 	qLastSeq        = `SELECT MAX(seq) AS max_seq FROM saga_transition WHERE pr_id = $pr_id`
 	qAddTransitions = `UPSERT INTO saga_transition
-SELECT pr_id, ` + transitionColumn + ` FROM AS_TABLE($transitions)`
+SELECT pr_id, corr_shard, ` + transitionColumn + ` FROM AS_TABLE($transitions)`
 	transitionColumn = `seq, correlation_id, from_state, to_state, reason, event_id, inferred, actor, at`
 	qTransitions     = `SELECT ` + transitionColumn + ` FROM saga_transition WHERE pr_id = $pr_id ORDER BY seq`
 	qLastTransition  = `SELECT ` + transitionColumn + ` FROM saga_transition WHERE pr_id = $pr_id ORDER BY seq DESC LIMIT 1`
 
 	eventColumns = `event_id, pr_id, correlation_id, type, status, reason, received_at, event`
-	// idx_event_correlation (correlation_id, type, received_at).
+	// idx_event_correlation (corr_shard, correlation_id, type, received_at).
 	qLatestEvent = `SELECT ` + eventColumns + `
 FROM saga_event VIEW idx_event_correlation
-WHERE correlation_id = $correlation_id AND type = $type
+WHERE corr_shard = $corr_shard AND correlation_id = $correlation_id AND type = $type
 ORDER BY received_at DESC, event_id DESC
 LIMIT 1`
 	qAnyEventOfRun = `SELECT event FROM saga_event VIEW idx_event_correlation
-WHERE correlation_id = $correlation_id LIMIT 1`
+WHERE corr_shard = $corr_shard AND correlation_id = $correlation_id LIMIT 1`
 	qEventsOfRun = `SELECT ` + eventColumns + `
 FROM saga_event VIEW idx_event_correlation
-WHERE correlation_id = $correlation_id
+WHERE corr_shard = $corr_shard AND correlation_id = $correlation_id
 ORDER BY received_at, event_id
 LIMIT $limit`
 	// idx_event_pr (pr_id, received_at).
@@ -50,10 +51,10 @@ FROM saga_event VIEW idx_event_pr
 WHERE pr_id = $pr_id
 ORDER BY received_at, event_id
 LIMIT $limit`
-	// idx_transition_correlation (correlation_id).
+	// idx_transition_correlation (corr_shard, correlation_id).
 	qTransitionsOfRun = `SELECT pr_id, ` + transitionColumn + `
 FROM saga_transition VIEW idx_transition_correlation
-WHERE correlation_id = $correlation_id
+WHERE corr_shard = $corr_shard AND correlation_id = $correlation_id
 ORDER BY at, seq
 LIMIT $limit`
 
@@ -72,15 +73,24 @@ LIMIT $limit`
 
 	qOutboxStatus = `SELECT sent_at FROM outbox WHERE id = $id`
 
-	// Counts per state, with the oldest updated_at of each, from
-	// idx_saga_state (state, updated_at), which covers the query. Unlike
-	// the SQLite adapter (saga_state_count, kept by triggers), this reads
-	// one index entry per saga: YDB has no triggers, and a counter row per
-	// state written by every projection would make concurrent ledger
-	// transactions abort each other on it.
-	qStateCounts = `SELECT state, COUNT(*) AS n, MIN(updated_at) AS oldest
+	// StateCounts (item 7 of issue 15: no scan that grows with history).
+	// In-flight sagas: counted from their ranges of idx_saga_state — as
+	// many entries as sagas in flight. With GROUP BY every group has a row,
+	// so MIN of the NOT NULL updated_at is a Timestamp, not Optional.
+	qInFlightCounts = `SELECT state, COUNT(*) AS n, MIN(updated_at) AS oldest
 FROM pr_saga VIEW idx_saga_state
+WHERE state IN $states
 GROUP BY state`
+	// Sagas in a final state: the counter rows (a few per state).
+	qFinalCounts = `SELECT state, sagas FROM saga_state_count`
+	// The oldest saga of one state: the first entry of its range.
+	qOldestOfState = `SELECT updated_at FROM pr_saga VIEW idx_saga_state
+WHERE state = $state
+ORDER BY updated_at
+LIMIT 1`
+	// One counter row, read before it is written in the same transaction.
+	qStateCount    = `SELECT sagas FROM saga_state_count WHERE state = $state AND shard = $shard`
+	qPutStateCount = `UPSERT INTO saga_state_count (state, shard, sagas) VALUES ($state, $shard, $sagas)`
 	// The window of the history step durations are computed from
 	// (ledger.StepWindow), newest first: one range of idx_transition_at
 	// (at, then the key pr_id, seq), which covers it. Ties on at put a
@@ -95,16 +105,18 @@ LIMIT $limit`
 
 // The list, newest first (updated_at DESC, pr_id DESC), one statement per
 // index and per first-page/next-page; $limit is the page size plus one.
-// Next pages continue strictly after the cursor with a tuple comparison.
+// The list of all sagas runs the by-state statement once per state (with
+// $any_repo) and merges: no index on updated_at alone, whose every entry
+// would go to its last partition. Next pages continue strictly after the
+// cursor with a predicate on the index key that is a union of two key
+// ranges — (updated_at < u) or (updated_at = u and pr_id < p) — rather
+// than a tuple comparison.
 const (
 	orderNewest = `
 ORDER BY updated_at DESC, pr_id DESC
 LIMIT $limit`
-	afterCursor = ` (updated_at, pr_id) < ($after_updated_at, $after_pr_id)`
+	afterCursor = ` (updated_at < $after_updated_at OR (updated_at = $after_updated_at AND pr_id < $after_pr_id))`
 
-	qListAll      = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_updated` + orderNewest
-	qListAllAfter = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_updated
-WHERE` + afterCursor + orderNewest
 	qListState = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_state
 WHERE state = $state AND ($any_repo OR repo = $repo)` + orderNewest
 	qListStateAfter = `SELECT ` + sagaColumns + ` FROM pr_saga VIEW idx_saga_state

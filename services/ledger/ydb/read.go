@@ -53,12 +53,12 @@ func (s *Store) Get(ctx context.Context, prID string) (ledger.Saga, error) {
 // targetBranch reads the run's target branch from one of its events
 // (every saga payload carries the request); "" when unknown.
 func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
-	row, err := s.db.QueryRow(ctx, qAnyEventOfRun, ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Build())
+	row, err := s.db.QueryRow(ctx, qAnyEventOfRun, corrParams(correlationID))
 	if err != nil {
 		return ""
 	}
-	var raw string
-	if row.Scan(&raw) != nil {
+	raw, err := scanText(row)
+	if err != nil {
 		return ""
 	}
 	e, err := ledger.Event{Event: []byte(raw)}.CloudEvent()
@@ -74,8 +74,8 @@ func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
 
 // List returns one page of sagas, most recently updated first (see
 // ledger.Filter). The filter is validated first; each shape of filter is
-// one constant statement over one index (VIEW idx_saga_state,
-// idx_saga_repo or idx_saga_updated).
+// one constant statement over one index (VIEW idx_saga_state or
+// idx_saga_repo); the list of all sagas runs the by-state one per state.
 func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
 	f = f.WithDefaults()
 	if err := f.Validate(); err != nil {
@@ -104,22 +104,33 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 }
 
 func (s *Store) listPage(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
-	b := ydbsdk.ParamsBuilder().Param("$limit").Uint64(uint64(f.Limit + 1))
-	var q string
-	switch {
-	case f.State != "":
-		q = pick(f.After == nil, qListState, qListStateAfter)
-		b = b.Param("$state").Text(string(f.State)).Param("$any_repo").Bool(f.Repo == "").Param("$repo").Text(f.Repo)
-	case f.Repo != "":
-		q = pick(f.After == nil, qListRepo, qListRepoAfter)
-		b = b.Param("$repo").Text(f.Repo)
-	default:
-		q = pick(f.After == nil, qListAll, qListAllAfter)
+	if f.State == "" && f.Repo == "" {
+		return s.listAll(ctx, f)
 	}
-	if f.After != nil {
-		b = b.Param("$after_updated_at").Timestamp(f.After.UpdatedAt).Param("$after_pr_id").Text(f.After.PRID)
+	q, p := listStatement(f)
+	return s.sagas(ctx, q, p)
+}
+
+// listAll lists every state's page (one range of idx_saga_state each) and
+// merges them newest first: the newest Limit+1 sagas overall are among
+// the newest Limit+1 of each state.
+func (s *Store) listAll(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
+	var all []contracts.Row
+	for _, st := range contracts.States {
+		g := f
+		g.State = st
+		q, p := listStatement(g)
+		rows, err := s.sagas(ctx, q, p)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
 	}
-	return s.sagas(ctx, q, b.Build())
+	slices.SortFunc(all, newestFirst)
+	if len(all) > f.Limit+1 {
+		all = all[:f.Limit+1]
+	}
+	return all, nil
 }
 
 func pick(first bool, a, b string) string {
@@ -138,19 +149,7 @@ func (s *Store) listStuck(ctx context.Context, f ledger.Filter) ([]contracts.Row
 		if !ok || (f.State != "" && f.State != st) {
 			continue
 		}
-		b := ydbsdk.ParamsBuilder().
-			Param("$state").Text(string(st)).
-			Param("$cutoff").Timestamp(cut).
-			Param("$any_repo").Bool(f.Repo == "").
-			Param("$repo").Text(f.Repo).
-			Param("$from_start").Bool(f.After == nil).
-			Param("$limit").Uint64(uint64(f.Limit + 1))
-		var after ledger.Cursor
-		if f.After != nil {
-			after = *f.After
-		}
-		b = b.Param("$after_updated_at").Timestamp(after.UpdatedAt).Param("$after_pr_id").Text(after.PRID)
-		rows, err := s.sagas(ctx, qListStuck, b.Build())
+		rows, err := s.sagas(ctx, qListStuck, listStuckParams(f, st, cut))
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +183,7 @@ func (s *Store) sagas(ctx context.Context, q string, p ydbsdk.Params) ([]contrac
 // MaxEvents). An unknown PR has none.
 func (s *Store) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
 	out := []ledger.Event{}
-	err := s.db.Query(ctx, qEventsOfPR, ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Param("$limit").Uint64(MaxEvents).Build(),
+	err := s.db.Query(ctx, qEventsOfPR, prEventsParams(prID),
 		func(row query.Row) error {
 			e, err := scanEvent(row)
 			out = append(out, e)
@@ -200,7 +199,7 @@ func (s *Store) Events(ctx context.Context, prID string) ([]ledger.Event, error)
 // its events, oldest first; ledger.ErrNotFound for an unknown run.
 func (s *Store) Run(ctx context.Context, correlationID string) (ledger.Run, error) {
 	run := ledger.Run{CorrelationID: correlationID, Transitions: []ledger.Transition{}, Events: []ledger.Event{}}
-	p := ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Param("$limit").Uint64(MaxEvents).Build()
+	p := runParams(correlationID)
 	err := s.db.Query(ctx, qTransitionsOfRun, p, func(row query.Row) error {
 		t, pr, err := scanTransition(row, true)
 		run.PRID = pr
@@ -261,23 +260,11 @@ func (s *Store) recentTransitions(ctx context.Context, w ledger.StepWindow) ([]l
 	if w.Limit <= 0 {
 		return nil, nil
 	}
-	// A Timestamp starts at the Unix epoch: an earlier Since means "no
-	// time bound".
-	since := w.Since
-	if epoch := time.Unix(0, 0); since.Before(epoch) {
-		since = epoch
-	}
 	var out []ledger.StepRow
-	p := ydbsdk.ParamsBuilder().Param("$since").Timestamp(since).Param("$limit").Uint64(uint64(w.Limit)).Build()
-	err := s.db.Query(ctx, qRecentTransitions, p, func(row query.Row) error {
-		var r ledger.StepRow
-		var to string
-		if err := row.Scan(&r.PRID, &r.Seq, &to, &r.Inferred, &r.At); err != nil {
-			return err
-		}
-		r.To, r.At = contracts.State(to), r.At.UTC()
+	err := s.db.Query(ctx, qRecentTransitions, recentParams(w), func(row query.Row) error {
+		r, err := scanStepRow(row)
 		out = append(out, r)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("step durations: %w", err)
@@ -294,11 +281,7 @@ func (s *Store) Stuck(ctx context.Context, cutoffs map[contracts.State]time.Time
 		if !ok {
 			continue
 		}
-		rows, err := s.sagas(ctx, qStuck, ydbsdk.ParamsBuilder().
-			Param("$state").Text(string(st)).
-			Param("$cutoff").Timestamp(cut).
-			Param("$limit").Uint64(uint64(limit)).
-			Build())
+		rows, err := s.sagas(ctx, qStuck, stuckParams(st, cut, limit))
 		if err != nil {
 			return nil, fmt.Errorf("read stuck sagas: %w", err)
 		}
@@ -340,40 +323,62 @@ func (s *Store) LastTransition(ctx context.Context, prID string) (ledger.Transit
 // OutboxStatus says whether the ledger's outbox holds an event and whether
 // the relay has published it.
 func (s *Store) OutboxStatus(ctx context.Context, eventID string) (held, sent bool, err error) {
-	row, err := s.db.QueryRow(ctx, qOutboxStatus, ydbsdk.ParamsBuilder().Param("$id").Text(eventID).Build())
+	row, err := s.db.QueryRow(ctx, qOutboxStatus, outboxStatusParams(eventID))
 	if pydb.IsNoRows(err) {
 		return false, false, nil
 	}
 	if err != nil {
 		return false, false, fmt.Errorf("read outbox row %s: %w", eventID, err)
 	}
-	var sentAt *time.Time
-	if err := row.Scan(&sentAt); err != nil {
+	sentAt, err := scanSentAt(row)
+	if err != nil {
 		return false, false, fmt.Errorf("read outbox row %s: %w", eventID, err)
 	}
 	return true, sentAt != nil, nil
 }
 
 // StateCounts counts sagas per state with the oldest updated_at of each,
-// for the in-flight gauges: one pass over idx_saga_state.
+// for the in-flight gauges and stats, without a scan that grows with the
+// history: the in-flight states' ranges of idx_saga_state (as many entries
+// as sagas in flight), the final states' counter rows, and the first entry
+// of each final state's range.
 func (s *Store) StateCounts(ctx context.Context) (map[contracts.State]ledger.StateCount, error) {
 	out := map[contracts.State]ledger.StateCount{}
-	err := s.db.Query(ctx, qStateCounts, nil, func(row query.Row) error {
-		var state string
-		var n uint64
-		var oldest *time.Time
-		if err := row.Scan(&state, &n, &oldest); err != nil {
+	err := s.db.Query(ctx, qInFlightCounts, inFlightParams(), func(row query.Row) error {
+		state, c, err := scanInFlightCount(row)
+		if err != nil {
 			return err
-		}
-		c := ledger.StateCount{Sagas: int(n)}
-		if oldest != nil {
-			c.Oldest = oldest.UTC()
 		}
 		out[contracts.State(state)] = c
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("saga state counts: %w", err)
+	}
+	final := map[contracts.State]int64{}
+	err = s.db.Query(ctx, qFinalCounts, nil, func(row query.Row) error {
+		state, n, err := scanFinalCount(row)
+		final[contracts.State(state)] += n
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("saga state counts: %w", err)
+	}
+	for state, n := range final {
+		if n <= 0 {
+			continue
+		}
+		row, err := s.db.QueryRow(ctx, qOldestOfState, stateParams(state))
+		if err != nil && !pydb.IsNoRows(err) {
+			return nil, fmt.Errorf("saga state counts: %w", err)
+		}
+		c := ledger.StateCount{Sagas: int(n)}
+		if err == nil {
+			if c.Oldest, err = scanOldest(row); err != nil {
+				return nil, fmt.Errorf("saga state counts: %w", err)
+			}
+		}
+		out[state] = c
 	}
 	return out, nil
 }

@@ -21,7 +21,6 @@ import (
 	"io/fs"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -59,7 +58,7 @@ func (s *Store) Check(ctx context.Context) error {
 }
 
 func (s *Store) ping(ctx context.Context) error {
-	_, err := s.db.QueryRow(ctx, qPing, ydbsdk.ParamsBuilder().Param("$pr_id").Text("").Build())
+	_, err := s.db.QueryRow(ctx, qPing, prKey(""))
 	if pydb.IsNoRows(err) {
 		return nil
 	}

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
-	"github.com/ydb-platform/ydb-go-sdk/v3/types"
 
 	"github.com/prsaga/prsaga/contracts"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -25,10 +23,6 @@ type Tx struct {
 }
 
 var _ ledger.Tx = (*Tx)(nil)
-
-func prKey(prID string) ydbsdk.Params {
-	return ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Build()
-}
 
 // Saga reads the PR's row; Exists is false when there is none.
 func (t *Tx) Saga(prID string) (contracts.Row, error) {
@@ -48,7 +42,7 @@ func (t *Tx) Saga(prID string) (contracts.Row, error) {
 
 // EventRecorded reports whether saga_event holds the event.
 func (t *Tx) EventRecorded(eventID string) (bool, error) {
-	_, err := t.tx.QueryRow(qEventRecorded, ydbsdk.ParamsBuilder().Param("$event_id").Text(eventID).Build())
+	_, err := t.tx.QueryRow(qEventRecorded, eventIDParams(eventID))
 	switch {
 	case err == nil:
 		return true, nil
@@ -76,7 +70,7 @@ func (t *Tx) SaveSaga(prev, next contracts.Row) error {
 	case err != nil:
 		return fmt.Errorf("write saga %s: %w", next.PRID, err)
 	default:
-		if err := row.Scan(&version); err != nil {
+		if version, err = scanVersion(row); err != nil {
 			return fmt.Errorf("write saga %s: %w", next.PRID, err)
 		}
 		if !prev.Exists {
@@ -86,23 +80,50 @@ func (t *Tx) SaveSaga(prev, next contracts.Row) error {
 			return fmt.Errorf("update saga %s at version %d (now %d): %w", prev.PRID, prev.Version, version, ledger.ErrConflict)
 		}
 	}
-	p := ydbsdk.ParamsBuilder().
-		Param("$pr_id").Text(key).
-		Param("$repo").Text(next.Repo).
-		Param("$correlation_id").Text(next.CorrelationID).
-		Param("$state").Text(string(next.State)).
-		Param("$failed_step").Text(string(next.FailedStep)).
-		Param("$last_error").Text(next.LastError).
-		Param("$timed_out").Bool(next.TimedOut).
-		Param("$attempts").Int64(int64(next.Attempts)).
-		Param("$merge_sha").Text(next.MergeSHA).
-		Param("$merged").Bool(next.Merged).
-		Param("$version").Int64(version + 1).
-		Param("$created_at").Timestamp(next.CreatedAt).
-		Param("$updated_at").Timestamp(next.UpdatedAt).
-		Build()
+	if err := t.countFinal(key, prev, next); err != nil {
+		return fmt.Errorf("write saga %s: %w", next.PRID, err)
+	}
+	p := putSagaParams(key, next, version+1)
 	if err := t.tx.Exec(qPutSaga, p); err != nil {
 		return fmt.Errorf("write saga %s: %w", next.PRID, err)
+	}
+	return nil
+}
+
+// final reports whether a saga in state s rests in a final state.
+func final(s contracts.State) bool { return s != "" && !s.InFlight() }
+
+// countFinal keeps saga_state_count: a saga entering a final state counts
+// one more there, one leaving it one less (a retry of a failed merge). The
+// counter row is read first, in this transaction.
+func (t *Tx) countFinal(prID string, prev, next contracts.Row) error {
+	from := contracts.State("")
+	if prev.Exists {
+		from = prev.State
+	}
+	if from == next.State {
+		return nil
+	}
+	for _, d := range []struct {
+		state contracts.State
+		delta int64
+	}{{from, -1}, {next.State, +1}} {
+		if !final(d.state) {
+			continue
+		}
+		var n int64
+		row, err := t.tx.QueryRow(qStateCount, stateCountParams(d.state, prID))
+		switch {
+		case err == nil:
+			if n, err = scanSagas(row); err != nil {
+				return err
+			}
+		case !pydb.IsNoRows(err):
+			return err
+		}
+		if err := t.tx.Exec(qPutStateCount, putStateCountParams(d.state, prID, n+d.delta)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -116,8 +137,8 @@ func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Trans
 	if err != nil {
 		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
 	}
-	var last *int64 // MAX of no rows is NULL
-	if err := row.Scan(&last); err != nil {
+	last, err := scanLastSeq(row)
+	if err != nil {
 		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
 	}
 	var base int64
@@ -125,24 +146,11 @@ func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Trans
 		base = *last
 	}
 	out := make([]ledger.Transition, len(ts))
-	items := make([]types.Value, len(ts))
 	for i, tr := range ts {
 		tr.Seq = base + int64(i) + 1
 		out[i] = tr
-		items[i] = types.StructValue(
-			types.StructFieldValue("pr_id", types.TextValue(prID)),
-			types.StructFieldValue("seq", types.Int64Value(tr.Seq)),
-			types.StructFieldValue("correlation_id", types.TextValue(tr.CorrelationID)),
-			types.StructFieldValue("from_state", types.TextValue(string(tr.From))),
-			types.StructFieldValue("to_state", types.TextValue(string(tr.To))),
-			types.StructFieldValue("reason", types.TextValue(tr.Reason)),
-			types.StructFieldValue("event_id", types.TextValue(tr.EventID)),
-			types.StructFieldValue("inferred", types.BoolValue(tr.Inferred)),
-			types.StructFieldValue("actor", types.TextValue(tr.Actor)),
-			types.StructFieldValue("at", types.TimestampValueFromTime(tr.At)),
-		)
 	}
-	if err := t.tx.Exec(qAddTransitions, ydbsdk.ParamsBuilder().Param("$transitions").Any(types.ListValue(items...)).Build()); err != nil {
+	if err := t.tx.Exec(qAddTransitions, transitionsParams(prID, out)); err != nil {
 		return nil, fmt.Errorf("insert transitions of %s: %w", prID, err)
 	}
 	return out, nil
@@ -151,16 +159,7 @@ func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Trans
 // RecordEvent stores one received event in saga_event. The projector has
 // looked it up first (EventRecorded) in this transaction.
 func (t *Tx) RecordEvent(e ledger.Event) error {
-	err := t.tx.Exec(qRecordEvent, ydbsdk.ParamsBuilder().
-		Param("$event_id").Text(e.EventID).
-		Param("$pr_id").Text(e.PRID).
-		Param("$correlation_id").Text(e.CorrelationID).
-		Param("$type").Text(e.Type).
-		Param("$status").Text(e.Status).
-		Param("$reason").Text(e.Reason).
-		Param("$received_at").Timestamp(e.ReceivedAt).
-		Param("$event").Text(string(e.Event)).
-		Build())
+	err := t.tx.Exec(qRecordEvent, recordEventParams(e))
 	if err != nil {
 		return fmt.Errorf("record event %s: %w", e.EventID, err)
 	}
@@ -171,10 +170,6 @@ func (t *Tx) RecordEvent(e ledger.Event) error {
 func (t *Tx) LatestEvent(correlationID, eventType string) (ledger.Event, bool, error) {
 	row, err := t.tx.QueryRow(qLatestEvent, latestEventParams(correlationID, eventType))
 	return scanLatest(row, err, correlationID, eventType)
-}
-
-func latestEventParams(correlationID, eventType string) ydbsdk.Params {
-	return ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Param("$type").Text(eventType).Build()
 }
 
 func scanLatest(row query.Row, err error, correlationID, eventType string) (ledger.Event, bool, error) {
@@ -196,18 +191,15 @@ const retryAnswerTTL = 24 * time.Hour
 
 // RetryAnswer returns the answer stored under an Idempotency-Key.
 func (t *Tx) RetryAnswer(key string) (ledger.RetryAnswer, bool, error) {
-	row, err := t.tx.QueryRow(qRetryAnswer, ydbsdk.ParamsBuilder().
-		Param("$key").Text(key).
-		Param("$since").Timestamp(t.tx.Now().Add(-retryAnswerTTL)).
-		Build())
+	row, err := t.tx.QueryRow(qRetryAnswer, retryAnswerParams(key, t.tx.Now().Add(-retryAnswerTTL)))
 	if pydb.IsNoRows(err) {
 		return ledger.RetryAnswer{}, false, nil
 	}
 	if err != nil {
 		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
 	}
-	var raw string
-	if err := row.Scan(&raw); err != nil {
+	raw, err := scanText(row)
+	if err != nil {
 		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
 	}
 	var a ledger.RetryAnswer
@@ -224,12 +216,7 @@ func (t *Tx) SaveRetryAnswer(key string, a ledger.RetryAnswer) error {
 	if err != nil {
 		return fmt.Errorf("encode retry answer: %w", err)
 	}
-	err = t.tx.Exec(qSaveRetryAnswer, ydbsdk.ParamsBuilder().
-		Param("$key").Text(key).
-		Param("$pr_id").Text(a.PRID).
-		Param("$answer").Text(string(raw)).
-		Param("$created_at").Timestamp(t.tx.Now()).
-		Build())
+	err = t.tx.Exec(qSaveRetryAnswer, saveRetryAnswerParams(key, a.PRID, string(raw), t.tx.Now()))
 	if err != nil {
 		return fmt.Errorf("store retry answer: %w", err)
 	}

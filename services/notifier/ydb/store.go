@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
-	"github.com/ydb-platform/ydb-go-sdk/v3/types"
 
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -36,14 +34,16 @@ const (
 	qPutWatchers    = `UPSERT INTO watcher
 SELECT repo, id, url, secret, created_at FROM AS_TABLE($watchers)`
 	// A range of the primary key (repo, id), in key order.
-	qWatchers   = `SELECT id, repo, url, secret FROM watcher WHERE repo = $repo ORDER BY id`
-	qDeliveries = `SELECT watcher_id, delivered, attempts, last_error FROM delivery WHERE correlation_id = $correlation_id`
+	qWatchers = `SELECT id, repo, url, secret FROM watcher WHERE repo = $repo ORDER BY id`
+	// A range of the key (corr_shard, correlation_id, watcher_id).
+	qDeliveries = `SELECT watcher_id, delivered, attempts, last_error FROM delivery
+WHERE corr_shard = $corr_shard AND correlation_id = $correlation_id`
 	// Read before the upsert in the same transaction: a row delivered
 	// already stays delivered (the max of the two).
 	qDelivered = `SELECT watcher_id FROM delivery
-WHERE correlation_id = $correlation_id AND watcher_id IN $watcher_ids AND delivered`
+WHERE corr_shard = $corr_shard AND correlation_id = $correlation_id AND watcher_id IN $watcher_ids AND delivered`
 	qPutDeliveries = `UPSERT INTO delivery
-SELECT correlation_id, watcher_id, delivered, attempts, last_error, updated_at FROM AS_TABLE($deliveries)`
+SELECT corr_shard, correlation_id, watcher_id, delivered, attempts, last_error, updated_at FROM AS_TABLE($deliveries)`
 )
 
 // Store implements notifier.Store (and the watchers API) on the notifier's
@@ -61,23 +61,13 @@ func (s *Store) ReplaceWatchers(ctx context.Context, repo string, ws []notifier.
 		if err != nil {
 			return err
 		}
-		if err := tx.Exec(qDeleteWatchers, ydbsdk.ParamsBuilder().Param("$repo").Text(repo).Build()); err != nil {
+		if err := tx.Exec(qDeleteWatchers, repoParams(repo)); err != nil {
 			return fmt.Errorf("replace watchers: %w", err)
 		}
 		if len(ws) == 0 {
 			return nil
 		}
-		items := make([]types.Value, len(ws))
-		for i, w := range ws {
-			items[i] = types.StructValue(
-				types.StructFieldValue("repo", types.TextValue(repo)),
-				types.StructFieldValue("id", types.TextValue(w.ID)),
-				types.StructFieldValue("url", types.TextValue(w.URL)),
-				types.StructFieldValue("secret", types.TextValue(w.Secret)),
-				types.StructFieldValue("created_at", types.TimestampValueFromTime(tx.Now())),
-			)
-		}
-		if err := tx.Exec(qPutWatchers, ydbsdk.ParamsBuilder().Param("$watchers").Any(types.ListValue(items...)).Build()); err != nil {
+		if err := tx.Exec(qPutWatchers, putWatchersParams(repo, ws, tx.Now())); err != nil {
 			return fmt.Errorf("replace watchers: %w", err)
 		}
 		return nil
@@ -87,9 +77,9 @@ func (s *Store) ReplaceWatchers(ctx context.Context, repo string, ws []notifier.
 // Watchers lists a repository's watchers, by id.
 func (s *Store) Watchers(ctx context.Context, repo string) ([]notifier.Watcher, error) {
 	var out []notifier.Watcher
-	err := s.DB.Query(ctx, qWatchers, ydbsdk.ParamsBuilder().Param("$repo").Text(repo).Build(), func(row query.Row) error {
-		var w notifier.Watcher
-		if err := row.Scan(&w.ID, &w.Repo, &w.URL, &w.Secret); err != nil {
+	err := s.DB.Query(ctx, qWatchers, repoParams(repo), func(row query.Row) error {
+		w, err := scanWatcher(row)
+		if err != nil {
 			return err
 		}
 		out = append(out, w)
@@ -104,14 +94,13 @@ func (s *Store) Watchers(ctx context.Context, repo string) ([]notifier.Watcher, 
 // Deliveries returns a run's delivery rows by watcher id.
 func (s *Store) Deliveries(ctx context.Context, correlationID string) (map[string]notifier.Delivery, error) {
 	out := map[string]notifier.Delivery{}
-	err := s.DB.Query(ctx, qDeliveries, ydbsdk.ParamsBuilder().Param("$correlation_id").Text(correlationID).Build(),
+	err := s.DB.Query(ctx, qDeliveries, deliveriesParams(correlationID),
 		func(row query.Row) error {
-			d := notifier.Delivery{CorrelationID: correlationID}
-			var attempts int64
-			if err := row.Scan(&d.WatcherID, &d.Delivered, &attempts, &d.LastError); err != nil {
+			d, err := scanDelivery(row)
+			if err != nil {
 				return err
 			}
-			d.Attempts = int(attempts)
+			d.CorrelationID = correlationID
 			out[d.WatcherID] = d
 			return nil
 		})
@@ -132,18 +121,15 @@ func (s *Store) RecordDeliveries(stx store.Tx, ds []notifier.Delivery) error {
 	if err != nil {
 		return err
 	}
-	byRun := map[string][]types.Value{}
+	byRun := map[string][]string{}
 	for _, d := range ds {
-		byRun[d.CorrelationID] = append(byRun[d.CorrelationID], types.TextValue(d.WatcherID))
+		byRun[d.CorrelationID] = append(byRun[d.CorrelationID], d.WatcherID)
 	}
 	delivered := map[[2]string]bool{}
 	for corr, ids := range byRun {
-		err := tx.Query(qDelivered, ydbsdk.ParamsBuilder().
-			Param("$correlation_id").Text(corr).
-			Param("$watcher_ids").Any(types.ListValue(ids...)).
-			Build(), func(row query.Row) error {
-			var id string
-			if err := row.Scan(&id); err != nil {
+		err := tx.Query(qDelivered, deliveredParams(corr, ids), func(row query.Row) error {
+			id, err := scanWatcherID(row)
+			if err != nil {
 				return err
 			}
 			delivered[[2]string{corr, id}] = true
@@ -153,18 +139,12 @@ func (s *Store) RecordDeliveries(stx store.Tx, ds []notifier.Delivery) error {
 			return fmt.Errorf("record delivery: %w", err)
 		}
 	}
-	items := make([]types.Value, len(ds))
+	rows := make([]notifier.Delivery, len(ds)) // the caller's slice stays as given
 	for i, d := range ds {
-		items[i] = types.StructValue(
-			types.StructFieldValue("correlation_id", types.TextValue(d.CorrelationID)),
-			types.StructFieldValue("watcher_id", types.TextValue(d.WatcherID)),
-			types.StructFieldValue("delivered", types.BoolValue(d.Delivered || delivered[[2]string{d.CorrelationID, d.WatcherID}])),
-			types.StructFieldValue("attempts", types.Int64Value(int64(d.Attempts))),
-			types.StructFieldValue("last_error", types.TextValue(d.LastError)),
-			types.StructFieldValue("updated_at", types.TimestampValueFromTime(tx.Now())),
-		)
+		rows[i] = d
+		rows[i].Delivered = d.Delivered || delivered[[2]string{d.CorrelationID, d.WatcherID}]
 	}
-	if err := tx.Exec(qPutDeliveries, ydbsdk.ParamsBuilder().Param("$deliveries").Any(types.ListValue(items...)).Build()); err != nil {
+	if err := tx.Exec(qPutDeliveries, putDeliveriesParams(rows, tx.Now())); err != nil {
 		return fmt.Errorf("record delivery: %w", err)
 	}
 	return nil

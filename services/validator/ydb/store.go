@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
 	"github.com/prsaga/prsaga/platform/store"
@@ -39,7 +38,7 @@ func (s *Store) SetStatus(ctx context.Context, repo, sha string, st validator.St
 // Statuses returns the latest status of every context of repo@sha.
 func (s *Store) Statuses(ctx context.Context, repo, sha string) ([]validator.Status, error) {
 	out := []validator.Status{}
-	err := s.db.Query(ctx, qStatuses, ydbsdk.ParamsBuilder().Param("$repo").Text(repo).Param("$sha").Text(sha).Build(),
+	err := s.db.Query(ctx, qStatuses, statusesParams(repo, sha),
 		func(row query.Row) error {
 			st, err := scanStatus(row)
 			out = append(out, st)
@@ -65,6 +64,6 @@ func (s *Store) Protection(ctx context.Context, repo, branch string) ([]string, 
 
 // Lock returns the PR's lock (for tests and diagnostics).
 func (s *Store) Lock(ctx context.Context, prID string) (validator.Lock, error) {
-	row, err := s.db.QueryRow(ctx, qLock, ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Build())
+	row, err := s.db.QueryRow(ctx, qLock, lockParams(prID))
 	return scanLock(row, err, prID)
 }

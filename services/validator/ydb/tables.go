@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"time"
 
 	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
@@ -60,7 +61,7 @@ func (Tables) Statuses(stx store.Tx, repo, sha string) ([]validator.Status, erro
 		return nil, err
 	}
 	out := []validator.Status{}
-	err = tx.Query(qStatuses, ydbsdk.ParamsBuilder().Param("$repo").Text(repo).Param("$sha").Text(sha).Build(),
+	err = tx.Query(qStatuses, statusesParams(repo, sha),
 		func(row query.Row) error {
 			s, err := scanStatus(row)
 			out = append(out, s)
@@ -70,6 +71,10 @@ func (Tables) Statuses(stx store.Tx, repo, sha string) ([]validator.Status, erro
 		return nil, fmt.Errorf("read statuses: %w", err)
 	}
 	return out, nil
+}
+
+func statusesParams(repo, sha string) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().Param("$repo").Text(repo).Param("$sha").Text(sha).Build()
 }
 
 func scanStatus(row query.Row) (validator.Status, error) {
@@ -138,6 +143,15 @@ func scanProtection(row query.Row, err error, repo, branch string) ([]string, bo
 	return contexts, true, nil
 }
 
+func putProtectionParams(repo, branch, contexts string, now time.Time) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().
+		Param("$repo").Text(repo).
+		Param("$branch").Text(branch).
+		Param("$contexts").Text(contexts).
+		Param("$updated_at").Timestamp(now).
+		Build()
+}
+
 // PutProtection replaces the required contexts of repo's branch.
 func (Tables) PutProtection(stx store.Tx, repo, branch string, contexts []string) error {
 	tx, err := pydb.TxOf(stx)
@@ -151,12 +165,7 @@ func (Tables) PutProtection(stx store.Tx, repo, branch string, contexts []string
 	if err != nil {
 		return fmt.Errorf("store protection: %w", err)
 	}
-	err = tx.Exec(qPutProtection, ydbsdk.ParamsBuilder().
-		Param("$repo").Text(repo).
-		Param("$branch").Text(branch).
-		Param("$contexts").Text(string(raw)).
-		Param("$updated_at").Timestamp(tx.Now()).
-		Build())
+	err = tx.Exec(qPutProtection, putProtectionParams(repo, branch, string(raw), tx.Now()))
 	if err != nil {
 		return fmt.Errorf("store protection: %w", err)
 	}
@@ -169,8 +178,12 @@ func (Tables) Lock(stx store.Tx, prID string) (validator.Lock, error) {
 	if err != nil {
 		return validator.Lock{}, err
 	}
-	row, err := tx.QueryRow(qLock, ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Build())
+	row, err := tx.QueryRow(qLock, lockParams(prID))
 	return scanLock(row, err, prID)
+}
+
+func lockParams(prID string) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Build()
 }
 
 func scanLock(row query.Row, err error, prID string) (validator.Lock, error) {
@@ -189,6 +202,16 @@ func scanLock(row query.Row, err error, prID string) (validator.Lock, error) {
 	return l, nil
 }
 
+func putLockParams(prID string, l validator.Lock, now time.Time) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().
+		Param("$pr_id").Text(prID).
+		Param("$correlation_id").Text(l.Holder).
+		Param("$attempt").Int64(int64(l.Attempt)).
+		Param("$merged").Bool(l.Merged).
+		Param("$updated_at").Timestamp(now).
+		Build()
+}
+
 // PutLock writes the PR's lock. Call it in the transaction that read the
 // lock (Lock).
 func (Tables) PutLock(stx store.Tx, prID string, l validator.Lock) error {
@@ -196,13 +219,7 @@ func (Tables) PutLock(stx store.Tx, prID string, l validator.Lock) error {
 	if err != nil {
 		return err
 	}
-	err = tx.Exec(qPutLock, ydbsdk.ParamsBuilder().
-		Param("$pr_id").Text(prID).
-		Param("$correlation_id").Text(l.Holder).
-		Param("$attempt").Int64(int64(l.Attempt)).
-		Param("$merged").Bool(l.Merged).
-		Param("$updated_at").Timestamp(tx.Now()).
-		Build())
+	err = tx.Exec(qPutLock, putLockParams(prID, l, tx.Now()))
 	if err != nil {
 		return fmt.Errorf("store lock of %s: %w", prID, err)
 	}

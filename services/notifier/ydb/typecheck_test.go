@@ -1,0 +1,36 @@
+package ydb
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ydb-platform/ydb-go-sdk/v3/query"
+
+	pydb "github.com/prsaga/prsaga/platform/ydb"
+	"github.com/prsaga/prsaga/platform/ydb/ydbcheck"
+	"github.com/prsaga/prsaga/services/notifier"
+)
+
+// Every statement of the notifier's YDB store, with its parameters as the
+// store builds them and the function that scans its rows, typed against
+// the migrations (see platform/ydb/ydbcheck). A statement declared in the
+// package and missing here fails the test.
+func TestStatementsTypeCheck(t *testing.T) {
+	schema, err := ydbcheck.LoadSchema(pydb.SchemaStatements(Migrations))
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, err := ydbcheck.Declared(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	ydbcheck.Run(t, schema, declared, []ydbcheck.Case{
+		{Name: "qDeleteWatchers", YQL: qDeleteWatchers, Params: repoParams("acme/a")},
+		{Name: "qPutWatchers", YQL: qPutWatchers, Params: putWatchersParams("acme/a", []notifier.Watcher{{ID: "w", URL: "http://x", Secret: "s"}}, now)},
+		{Name: "qWatchers", YQL: qWatchers, Params: repoParams("acme/a"), Scan: func(r query.Row) error { _, err := scanWatcher(r); return err }},
+		{Name: "qDeliveries", YQL: qDeliveries, Params: deliveriesParams("c"), Scan: func(r query.Row) error { _, err := scanDelivery(r); return err }},
+		{Name: "qDelivered", YQL: qDelivered, Params: deliveredParams("c", []string{"w"}), Scan: func(r query.Row) error { _, err := scanWatcherID(r); return err }},
+		{Name: "qPutDeliveries", YQL: qPutDeliveries, Params: putDeliveriesParams([]notifier.Delivery{{CorrelationID: "c", WatcherID: "w"}}, now)},
+	})
+}
