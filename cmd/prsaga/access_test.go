@@ -131,6 +131,11 @@ func TestEveryRouteNeedsTheRightToken(t *testing.T) {
 					if !strings.Contains(body, "Authorization: Bearer") || !strings.Contains(body, "PRSAGA_READ_TOKEN") || !strings.Contains(body, "PRSAGA_API_TOKEN") {
 						t.Errorf("%s %s with %s: 401 %q does not name the header and the settings", c.method, c.path, who.name, clipBody(body))
 					}
+				case got == http.StatusUnauthorized:
+					// A refused write names the header and the API token.
+					if !strings.Contains(body, "Authorization: Bearer") || !strings.Contains(body, "PRSAGA_API_TOKEN") {
+						t.Errorf("%s %s with %s: 401 %q does not name the header and PRSAGA_API_TOKEN", c.method, c.path, who.name, clipBody(body))
+					}
 				case got == http.StatusSeeOther && !strings.HasPrefix(body, "/login?next="):
 					t.Errorf("%s %s with %s: redirected to %q, want the login page", c.method, c.path, who.name, body)
 				}

@@ -80,10 +80,17 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 // loopback listener, which the server checks at start.
 type Tokens []string
 
-// Require wraps h so that it needs one of the tokens.
+// Require wraps h so that it needs one of the tokens (operator tokens).
 func (t Tokens) Require(h http.HandlerFunc) http.HandlerFunc {
-	return t.RequireWith("missing or wrong bearer token", h)
+	return t.RequireWith(WriteRefusal, h)
 }
+
+// WriteRefusal and StatusRefusal are the 401 answers of the operator's
+// routes and of posting a commit status.
+const (
+	WriteRefusal  = "missing or wrong bearer token: send Authorization: Bearer <token> with the value of PRSAGA_API_TOKEN"
+	StatusRefusal = "missing or wrong bearer token: send Authorization: Bearer <token> with the value of PRSAGA_STATUS_TOKEN or PRSAGA_API_TOKEN"
+)
 
 // ReadRefusal is the 401 answer of a read route: it names the header and
 // the settings that hold the tokens.

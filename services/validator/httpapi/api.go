@@ -45,7 +45,7 @@ func (a *API) Routes(mux *http.ServeMux) {
 	// A status token or an operator token may post statuses; with neither
 	// configured the route is open (loopback only, checked by the server).
 	posters := append(append(httpx.Tokens{}, a.StatusTokens...), a.OperatorTokens...)
-	mux.HandleFunc("POST /api/v1/repos/{owner}/{name}/statuses/{sha}", posters.Require(a.postStatus))
+	mux.HandleFunc("POST /api/v1/repos/{owner}/{name}/statuses/{sha}", posters.RequireWith(httpx.StatusRefusal, a.postStatus))
 	readers := append(append(httpx.Tokens{}, a.ReadTokens...), a.OperatorTokens...)
 	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/statuses/{sha}", readers.RequireRead(a.getStatuses))
 	mux.HandleFunc("PUT /api/v1/repos/{owner}/{name}/protection/{branch...}", a.OperatorTokens.Require(a.putProtection))
