@@ -210,3 +210,53 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("webhook delivered %d times after the retry, want 1", h.ok.Load())
 	}
 }
+
+// With tokens set, the dashboard asks for one: the read token shows the
+// sagas and no Retry button; the API token brings the button back.
+func TestDashboardLoginInBrowser(t *testing.T) {
+	ctx := browser(t, 120*time.Second)
+
+	cfg := testConfig(t)
+	cfg.APIToken, cfg.ReadToken = testAPIToken, testReadToken
+	_, head := makeRepo(t, cfg.ReposDir, "acme/widgets", "feature/hello")
+	st := startWith(t, stack.Options{Config: cfg})
+	c := client.New(st.URL, testAPIToken)
+	bg := context.Background()
+	if err := c.PostStatus(bg, "acme/widgets", head, "ci", "failure"); err != nil {
+		t.Fatal(err)
+	}
+	const failing = "acme/widgets#7"
+	if _, err := c.Merge(bg, request("acme/widgets", 7, "feature/hello", head)); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, failing, contracts.StateMergeFailed, 1)
+
+	login := func(token string) {
+		t.Helper()
+		do(t, ctx, "log in", chromedp.WaitVisible(chromedp.CSS("#token")),
+			chromedp.SendKeys(chromedp.CSS("#token"), token),
+			chromedp.Click(chromedp.CSS("#login")))
+	}
+	// Without a session the dashboard sends the browser to log in.
+	do(t, ctx, "load the dashboard", chromedp.Navigate(st.URL+"/"))
+	login(testReadToken)
+	do(t, ctx, "back on the dashboard", chromedp.WaitVisible(chromedp.CSS("#sagas")))
+	if hdr := text(t, ctx, "header"); !strings.Contains(hdr, "signed in as reader") {
+		t.Fatalf("header after logging in with the read token: %q", hdr)
+	}
+	do(t, ctx, "open the timeline",
+		chromedp.Click(chromedp.CSS(`#sagas a[href="/sagas/acme%2Fwidgets%237"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	if body := text(t, ctx, "body"); strings.Contains(body, "Retry VALIDATING") {
+		t.Fatalf("a read session is offered the retry button: %q", body)
+	}
+	screenshot(t, ctx, "dashboard-reader.png")
+
+	do(t, ctx, "open the login page", chromedp.Navigate(st.URL+"/login?next="+"%2Fsagas%2Facme%252Fwidgets%25237"))
+	login(testAPIToken)
+	do(t, ctx, "the timeline with the operator's session", chromedp.WaitVisible(chromedp.CSS("#retry")))
+	if hdr := text(t, ctx, "header"); !strings.Contains(hdr, "signed in as operator") {
+		t.Fatalf("header after logging in with the API token: %q", hdr)
+	}
+	do(t, ctx, "press retry", chromedp.Click(chromedp.CSS("#retry")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+}

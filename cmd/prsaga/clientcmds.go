@@ -30,7 +30,7 @@ func clientFlags(name string, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return nil, nil, false, parseError(err, stderr)
 	}
-	return client.New(strings.TrimRight(cfg.APIURL, "/"), cfg.APIToken), pos, *asJSON, -1
+	return client.New(strings.TrimRight(cfg.APIURL, "/"), cfg.ClientToken()), pos, *asJSON, -1
 }
 
 func apiFailed(stderr io.Writer, verb string, err error) int {

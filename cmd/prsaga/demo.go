@@ -29,7 +29,7 @@ func demoConfig(cfg config.Config, dir string) (config.Config, error) {
 	cfg.Store = "sqlite://" + filepath.Join(dir, "db")
 	cfg.LogDir = filepath.Join(dir, "logs")
 	cfg.NATSURL = ""
-	cfg.APIToken, cfg.StatusToken = "", ""
+	cfg.APIToken, cfg.StatusToken, cfg.ReadToken = "", "", ""
 	cfg.WebhookAllowPrivate = true // the demo's webhook receivers are on loopback
 	cfg.AckWait, cfg.MaxDeliver = time.Second, 2
 	cfg.Backoff = []time.Duration{100 * time.Millisecond, 500 * time.Millisecond}

@@ -89,7 +89,7 @@ func cmdTrace(ctx context.Context, args []string, getenv func(string) string, st
 			o.logs = filepath.Join(cfg.DataDir, "logs")
 		}
 	}
-	src := &traceSource{api: client.New(strings.TrimRight(cfg.APIURL, "/"), cfg.APIToken), logs: newLogReader(o.logs, o.id), id: o.id}
+	src := &traceSource{api: client.New(strings.TrimRight(cfg.APIURL, "/"), cfg.ClientToken()), logs: newLogReader(o.logs, o.id), id: o.id}
 	if o.follow {
 		return followTrace(ctx, src, o, stdout, stderr)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -245,25 +244,83 @@ func escape(s string) string {
 
 func mustEscape(c byte) bool { return c <= ' ' || c >= 0x7f || c == '"' || c == '%' }
 
-// unescape reverses escape; it also accepts a double-quoted value and
-// rejects invalid UTF-8.
+// unescape reads a header value as the binding's decoder must: a
+// double-quoted value is unquoted first (backslash escapes included), then
+// one round of percent-decoding, and the result must be UTF-8.
+//
+// A '%' that does not start a %XX escape is kept as it is rather than
+// refused: escape never writes one, and a publisher that does not
+// percent-encode (the nats CLI, sdk-go's nats_jetstream) sends "50%" meaning
+// 50%. So every value escape writes reads back unchanged, and a raw value
+// reads back unchanged unless it holds a %XX sequence or is wholly
+// double-quoted, which the binding tells every receiver to decode. Only
+// bytes that are not UTF-8 (raw, or after decoding, such as the overlong
+// %C0%A0) are refused, as the binding requires.
 func unescape(s string) (string, error) {
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		s = s[1 : len(s)-1]
+	if q, ok := unquote(s); ok {
+		s = q
 	}
-	if strings.IndexByte(s, '%') < 0 {
-		// Nothing to unescape (the usual case).
-		if !utf8.ValidString(s) {
-			return "", fmt.Errorf("value is not valid UTF-8")
+	if strings.IndexByte(s, '%') >= 0 {
+		s = percentDecode(s)
+	}
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("value is not valid UTF-8 (after percent-decoding)")
+	}
+	return s, nil
+}
+
+// unquote reads an RFC 7230 quoted-string; ok is false when s is not one
+// (then it is taken literally).
+func unquote(s string) (string, bool) {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return "", false
+	}
+	in := s[1 : len(s)-1]
+	if strings.IndexByte(in, '\\') < 0 && strings.IndexByte(in, '"') < 0 {
+		return in, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(in); i++ {
+		switch c := in[i]; c {
+		case '"':
+			return "", false // an unescaped quote ends the string early
+		case '\\':
+			if i+1 == len(in) {
+				return "", false // the backslash would escape the closing quote
+			}
+			i++
+			b.WriteByte(in[i])
+		default:
+			b.WriteByte(c)
 		}
-		return s, nil
 	}
-	v, err := url.PathUnescape(s)
-	if err != nil {
-		return "", fmt.Errorf("bad percent-encoding")
+	return b.String(), true
+}
+
+// percentDecode replaces each %XX (either case) by its byte and keeps any
+// other '%'.
+func percentDecode(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
 	}
-	if !utf8.ValidString(v) {
-		return "", fmt.Errorf("value is not valid UTF-8")
+	return b.String()
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
 	}
-	return v, nil
+	return c - '0'
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -329,10 +330,10 @@ func TestDecodeErrors(t *testing.T) {
 		body:    body,
 		mention: "UTF-8",
 	}, {
-		name: "bad percent-encoding",
+		name: "overlong UTF-8 after percent-decoding",
 		header: func() nats.Header {
 			h := good()
-			h["ce-subject"] = []string{"100%zz"}
+			h["ce-subject"] = []string{"a%C0%A0b"}
 			return h
 		}(),
 		body:    body,
@@ -449,6 +450,16 @@ func FuzzDecode(f *testing.F) {
 		}
 		if again.ID() != got.ID() || again.Type() != got.Type() {
 			t.Fatalf("round trip: got id=%q type=%q, want id=%q type=%q", again.ID(), again.Type(), got.ID(), got.Type())
+		}
+		// Every value reads back unchanged: the header encoding is reversible.
+		if again.Subject() != got.Subject() || again.Source() != got.Source() {
+			t.Fatalf("round trip: got subject=%q source=%q, want subject=%q source=%q", again.Subject(), again.Source(), got.Subject(), got.Source())
+		}
+		for k, v := range got.Extensions() {
+			// Binary mode carries every value as its string (Encode).
+			if w := again.Extensions()[k]; fmt.Sprint(w) != fmt.Sprint(v) {
+				t.Fatalf("round trip of extension %s: got %v, want %v", k, w, v)
+			}
 		}
 	})
 }

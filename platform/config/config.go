@@ -39,6 +39,11 @@ type Config struct {
 	// ServiceHTTPAddr holds PRSAGA_<SERVICE>_HTTP_ADDR for services run as
 	// separate processes on one host.
 	ServiceHTTPAddr map[string]string
+	// ReadToken may read (API, dashboard, search, /metrics) but not act;
+	// with it or APIToken set, reads need one of them.
+	ReadToken string
+	// MetricsPublic serves /metrics without a token even when tokens are set.
+	MetricsPublic bool
 }
 
 // Getenv is os.Getenv's shape, injectable for tests.
@@ -75,6 +80,8 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 	apiURL := str("api", "PRSAGA_API_URL", "", "where client verbs talk (default http://<http addr>)")
 	apiToken := str("api-token", "PRSAGA_API_TOKEN", "", "operator bearer token")
 	statusToken := str("status-token", "PRSAGA_STATUS_TOKEN", "", "bearer token for CI commit statuses")
+	readToken := str("read-token", "PRSAGA_READ_TOKEN", "", "read-only bearer token (dashboards); with it or the API token set, reads need a token")
+	metricsPublic := str("metrics-public", "PRSAGA_METRICS_PUBLIC", "false", "serve /metrics without a token")
 	stepTimeout := str("step-timeout", "PRSAGA_STEP_TIMEOUT", "10m", "default step timeout (watchdog)")
 	wdInterval := str("watchdog-interval", "PRSAGA_WATCHDOG_INTERVAL", "5s", "watchdog tick")
 	wdBatch := str("watchdog-batch", "PRSAGA_WATCHDOG_BATCH", "100", "rows per watchdog tick")
@@ -117,7 +124,7 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 			MaxDeliver:     num("PRSAGA_MAX_DELIVER", *maxDeliver),
 			Store:          *store, Durability: *durability,
 			DataDir: *data, ReposDir: *repos, HTTPAddr: *httpAddr,
-			APIURL: *apiURL, APIToken: *apiToken, StatusToken: *statusToken,
+			APIURL: *apiURL, APIToken: *apiToken, StatusToken: *statusToken, ReadToken: *readToken,
 			StepTimeout:      dur("PRSAGA_STEP_TIMEOUT", *stepTimeout),
 			StepTimeouts:     map[contracts.State]time.Duration{},
 			WatchdogInterval: dur("PRSAGA_WATCHDOG_INTERVAL", *wdInterval),
@@ -137,6 +144,13 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 		case "false", "0", "no", "":
 		default:
 			errs = append(errs, fmt.Errorf("PRSAGA_WEBHOOK_ALLOW_PRIVATE: %q is not true or false", *allowPrivate))
+		}
+		switch *metricsPublic {
+		case "true", "1", "yes":
+			c.MetricsPublic = true
+		case "false", "0", "no", "":
+		default:
+			errs = append(errs, fmt.Errorf("PRSAGA_METRICS_PUBLIC: %q is not true or false", *metricsPublic))
 		}
 		for s, v := range perState {
 			c.StepTimeouts[s] = c.StepTimeout
@@ -198,6 +212,9 @@ func (c Config) Validate() error {
 	} else if c.APIToken == "" && !IsLoopback(c.HTTPAddr) {
 		bad("PRSAGA_HTTP_ADDR: %s is not a loopback address, so PRSAGA_API_TOKEN is required", c.HTTPAddr)
 	}
+	if c.ReadToken != "" && c.ReadToken == c.APIToken {
+		bad("PRSAGA_READ_TOKEN: must differ from PRSAGA_API_TOKEN (a dashboard's token must not act)")
+	}
 	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		bad("PRSAGA_API_URL: %q is not an http(s) URL", c.APIURL)
 	}
@@ -219,6 +236,19 @@ func (c Config) DeliveryBudget() time.Duration {
 		b += c.Backoff[min(i, len(c.Backoff)-1)]
 	}
 	return b
+}
+
+// ReadTokens are the tokens that may read: the read token and the API
+// token. None set: reads are open (loopback listeners only, see Validate).
+func (c Config) ReadTokens() []string { return []string{c.ReadToken, c.APIToken} }
+
+// ClientToken is the token the CLI's client verbs send: the API token, or
+// else the read token (enough for status, history, list, trace).
+func (c Config) ClientToken() string {
+	if c.APIToken != "" {
+		return c.APIToken
+	}
+	return c.ReadToken
 }
 
 // IsYDB reports whether the store is a YDB DSN.

@@ -80,16 +80,49 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 // loopback listener, which the server checks at start.
 type Tokens []string
 
-// Require wraps h so that it needs one of the tokens.
+// Require wraps h so that it needs one of the tokens (operator tokens).
 func (t Tokens) Require(h http.HandlerFunc) http.HandlerFunc {
+	return t.RequireWith(WriteRefusal, h)
+}
+
+// WriteRefusal and StatusRefusal are the 401 answers of the operator's
+// routes and of posting a commit status.
+const (
+	WriteRefusal  = "missing or wrong bearer token: send Authorization: Bearer <token> with the value of PRSAGA_API_TOKEN"
+	StatusRefusal = "missing or wrong bearer token: send Authorization: Bearer <token> with the value of PRSAGA_STATUS_TOKEN or PRSAGA_API_TOKEN"
+)
+
+// ReadRefusal is the 401 answer of a read route: it names the header and
+// the settings that hold the tokens.
+const ReadRefusal = "reading needs a token: send Authorization: Bearer <token> with the value of PRSAGA_READ_TOKEN or PRSAGA_API_TOKEN"
+
+// RequireRead wraps a read route (t: the read and the API tokens). With
+// none configured it is open, like every route (loopback listeners only).
+func (t Tokens) RequireRead(h http.HandlerFunc) http.HandlerFunc {
+	return t.RequireWith(ReadRefusal, h)
+}
+
+// RequireWith wraps h so that it needs one of the tokens, answering msg
+// with a 401 otherwise.
+func (t Tokens) RequireWith(msg string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !t.Allowed(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="prsaga"`)
-			WriteError(w, Errorf(http.StatusUnauthorized, "missing or wrong bearer token"))
+			WriteError(w, Errorf(http.StatusUnauthorized, "%s", msg))
 			return
 		}
 		h(w, r)
 	}
+}
+
+// Set reports whether any token is configured.
+func (t Tokens) Set() bool {
+	for _, tok := range t {
+		if tok != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Allowed reports whether the request carries one of the tokens, compared

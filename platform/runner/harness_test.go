@@ -17,6 +17,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/outbox"
 	"github.com/prsaga/prsaga/platform/runner"
@@ -58,6 +59,7 @@ type setup struct {
 
 type harness struct {
 	t       testing.TB
+	nats    *natsembed.Server
 	b       *bus.Bus
 	db      *sqlite.DB
 	r       *runner.Runner
@@ -80,9 +82,9 @@ func start(t testing.TB, s setup) *harness {
 				contracts.Validated{Request: env.Req(), BaseSHA: strings.Repeat("b", 40), Checks: []contracts.Check{{Context: "ci", State: "success"}}})
 		}
 	}
-	_, b := natstest.Start(t, s.bus)
+	ns, b := natstest.Start(t, s.bus)
 	db := sqlitetest.Open(t, effects)
-	h := &harness{t: t, b: b, db: db, durable: s.durable}
+	h := &harness{t: t, nats: ns, b: b, db: db, durable: s.durable}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	relayCtx, stopRelay := context.WithCancel(context.Background())

@@ -35,7 +35,7 @@ type searchOut struct {
 // (default 20). Highlights are HTML-escaped fragments with <mark> around
 // the matched terms.
 func (s *Server) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/v1/search", s.search)
+	mux.HandleFunc("GET /api/v1/search", s.readers.RequireRead(s.search))
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {

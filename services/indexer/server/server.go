@@ -10,6 +10,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/indexer"
@@ -38,6 +39,9 @@ type Options struct {
 	// Log receives the HTTP route's internal errors; default discards.
 	// (Event handling logs through the runner's per-event logger.)
 	Log *slog.Logger
+	// ReadTokens may search (titles and commit messages of private
+	// repositories too); none set: the search is open (loopback only).
+	ReadTokens httpx.Tokens
 }
 
 // Validate reports every problem of the options at once.
@@ -64,6 +68,8 @@ type Server struct {
 	idx *bleveindex.Index
 	x   *indexer.Indexer
 	log *slog.Logger
+	// readers guard the search route.
+	readers httpx.Tokens
 }
 
 // New opens (or creates) the index as its one writer (bleve allows one:
@@ -97,7 +103,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	x.Index = idx
-	return &Server{db: opts.DB, idx: idx, x: x, log: opts.Log}, nil
+	return &Server{db: opts.DB, idx: idx, x: x, log: opts.Log, readers: opts.ReadTokens}, nil
 }
 
 // Close closes the index. Stop the service (its consumer) first: an event

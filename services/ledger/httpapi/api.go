@@ -56,6 +56,10 @@ type API struct {
 	// TokenNames[i] names Tokens[i] in the history ("who retried");
 	// default "operator". Without tokens the actor is "local".
 	TokenNames []string
+	// ReadTokens may read (API and dashboard) but not act; Tokens read
+	// too. With any of either configured every read needs one (a bearer
+	// token, or on the dashboard a session opened with one).
+	ReadTokens httpx.Tokens
 	// Timeouts are the watchdog's: they decide what "stuck" means.
 	Timeouts ledger.Timeouts
 	// DLQ counts dead-lettered messages for stats and the dashboard;
@@ -76,17 +80,18 @@ type API struct {
 func (a *API) Routes(mux *http.ServeMux) {
 	// The mux matches the escaped path, so an escaped "/" inside {pr} stays
 	// in one segment; PathValue returns it unescaped.
-	mux.HandleFunc("GET /api/v1/sagas", a.listSagas)
-	mux.HandleFunc("GET /api/v1/sagas/{pr}", a.getSaga)
-	mux.HandleFunc("GET /api/v1/sagas/{pr}/events", a.sagaEvents)
-	mux.HandleFunc("GET /api/v1/sagas/{rest...}", a.unescapedPR)
+	read := a.readers().RequireRead
+	mux.HandleFunc("GET /api/v1/sagas", read(a.listSagas))
+	mux.HandleFunc("GET /api/v1/sagas/{pr}", read(a.getSaga))
+	mux.HandleFunc("GET /api/v1/sagas/{pr}/events", read(a.sagaEvents))
+	mux.HandleFunc("GET /api/v1/sagas/{rest...}", read(a.unescapedPR))
 	mux.HandleFunc("POST /api/v1/sagas/{pr}/retry", a.Tokens.Require(a.postRetry))
-	mux.HandleFunc("GET /api/v1/runs/{id}", a.getRun)
-	mux.HandleFunc("GET /api/v1/stats", a.stats)
+	mux.HandleFunc("GET /api/v1/runs/{id}", read(a.getRun))
+	mux.HandleFunc("GET /api/v1/stats", read(a.stats))
 	mux.HandleFunc("POST /api/v1/merge-requests", a.Tokens.Require(a.postMergeRequest))
-	mux.HandleFunc("GET /{$}", a.dashboard)
-	mux.HandleFunc("GET /sagas/{pr}", a.timeline)
-	mux.HandleFunc("GET /sagas/{pr}/retry", a.confirmRetry)
+	mux.HandleFunc("GET /{$}", a.viewer(a.dashboard))
+	mux.HandleFunc("GET /sagas/{pr}", a.viewer(a.timeline))
+	mux.HandleFunc("GET /sagas/{pr}/retry", a.viewer(a.confirmRetry))
 	mux.HandleFunc("POST /sagas/{pr}/retry", a.formRetry)
 	mux.HandleFunc("GET /login", a.loginPage)
 	mux.HandleFunc("POST /login", a.login)

@@ -56,12 +56,18 @@ func (c *atomicClock) Set(t time.Time)     { c.us.Store(t.UnixMicro()) }
 func (c *atomicClock) Add(d time.Duration) { c.us.Add(d.Microseconds()) }
 
 func newFixture(t *testing.T, tokens httpx.Tokens, names ...string) *fixture {
+	return newFixtureWith(t, func(a *httpapi.API) { a.Tokens, a.TokenNames = tokens, names })
+}
+
+// newFixtureWith lets tune set the API's tokens before its routes.
+func newFixtureWith(t *testing.T, tune func(*httpapi.API)) *fixture {
 	db := sqlitetest.Open(t, ledgersqlite.Migrations)
 	store := ledgersqlite.NewStore(db)
 	clock := &atomicClock{}
 	clock.Set(now)
-	api := &httpapi.API{Sagas: store, Outbox: store, Tokens: tokens, TokenNames: names, Now: clock.Now, NewID: runner.NewID,
+	api := &httpapi.API{Sagas: store, Outbox: store, Now: clock.Now, NewID: runner.NewID,
 		Retrier: &ledger.Retrier{Store: store, Proj: &ledger.Projector{Now: clock.Now}, NewID: runner.NewID}}
+	tune(api)
 	mux := http.NewServeMux()
 	api.Routes(mux)
 	srv := httptest.NewServer(mux)
@@ -452,9 +458,12 @@ func TestPostMergeRequestNeedsToken(t *testing.T) {
 	if resp, out := f.do("POST", "/api/v1/merge-requests", jsonBody(r), "Authorization", "Bearer s3cret"); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("with the token: %d %s", resp.StatusCode, out)
 	}
-	// Reads stay open.
-	if resp, _ := f.do("GET", sagaPath(merged), nil); resp.StatusCode != 200 {
-		t.Fatalf("GET with a token configured: %d", resp.StatusCode)
+	// Reads need the token too.
+	if resp, _ := f.do("GET", sagaPath(merged), nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET without a token while one is configured: %d, want 401", resp.StatusCode)
+	}
+	if resp, _ := f.do("GET", sagaPath(merged), nil, "Authorization", "Bearer s3cret"); resp.StatusCode != 200 {
+		t.Fatalf("GET with the token: %d", resp.StatusCode)
 	}
 }
 

@@ -47,9 +47,9 @@ type frame struct {
 
 func (a *API) frame(r *http.Request, title string, refresh bool) frame {
 	f := frame{Title: title, Now: a.now().UTC().Format(time.RFC3339), Refresh: refresh}
-	if a.guarded() {
-		if name, ok := a.sessionName(r); ok {
-			f.Actor = name
+	if a.readGuarded() {
+		if acc := a.accessOf(r); acc.view {
+			f.Actor = acc.name
 		} else {
 			f.Login = "/login?next=" + url.QueryEscape(r.URL.RequestURI())
 		}

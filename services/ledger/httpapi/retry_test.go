@@ -291,7 +291,10 @@ func TestDashboardLoginWithToken(t *testing.T) {
 		t.Fatalf("retry with a session: %d", resp.StatusCode)
 	}
 	var s ledger.Saga
-	f.getJSON(sagaPath(failed), http.StatusOK, &s)
+	resp, b := f.do("GET", sagaPath(failed), nil, "Authorization", "Bearer s3cret")
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &s) != nil {
+		t.Fatalf("GET %s: %d %s", sagaPath(failed), resp.StatusCode, b)
+	}
 	if last := s.Transitions[len(s.Transitions)-1]; last.Actor != "alice" {
 		t.Fatalf("actor %q, want alice", last.Actor)
 	}

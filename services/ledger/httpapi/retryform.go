@@ -26,6 +26,10 @@ func (a *API) confirmRetry(w http.ResponseWriter, r *http.Request) {
 		a.failPage(w, r, err)
 		return
 	}
+	if !a.accessOf(r).act {
+		a.failPage(w, r, errViewOnly)
+		return
+	}
 	a.renderConfirm(w, r, pr, http.StatusOK, "")
 }
 
@@ -85,21 +89,22 @@ type loginPage struct {
 	CSRF, Next, Message string
 }
 
-// loginPage asks for an operator token when tokens guard the dashboard.
+// loginPage asks for a token when tokens guard the dashboard.
 func (a *API) loginPage(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.URL.Query().Get("next"))
-	if !a.guarded() {
+	if !a.readGuarded() {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
 	a.render(w, r, http.StatusOK, "login", loginPage{frame: a.frame(r, "Log in", false), CSRF: a.csrfToken(w, r), Next: next})
 }
 
-// login opens a session for the holder of an operator token.
+// login opens a session for the holder of an operator token (view and
+// retry) or of a read token (view only).
 func (a *API) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	next := safeNext(r.PostFormValue("next"))
-	if !a.guarded() {
+	if !a.readGuarded() {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
@@ -107,12 +112,15 @@ func (a *API) login(w http.ResponseWriter, r *http.Request) {
 		a.failPage(w, r, err)
 		return
 	}
-	name, ok := a.tokenName(r.PostFormValue("token"))
-	if !ok {
+	tok := r.PostFormValue("token")
+	s := sessionInfo{name: readerName}
+	if name, ok := a.tokenName(tok); ok {
+		s = sessionInfo{name: name, operator: true}
+	} else if !a.isReadToken(tok) {
 		a.render(w, r, http.StatusUnauthorized, "login", loginPage{frame: a.frame(r, "Log in", false),
-			CSRF: a.csrfToken(w, r), Next: next, Message: "That is not an operator token."})
+			CSRF: a.csrfToken(w, r), Next: next, Message: "That is neither the API token (PRSAGA_API_TOKEN) nor the read token (PRSAGA_READ_TOKEN)."})
 		return
 	}
-	a.setSession(w, r, name)
+	a.setSession(w, r, s)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

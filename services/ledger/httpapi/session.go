@@ -99,14 +99,19 @@ func (a *API) checkForm(r *http.Request, needSession bool) (string, error) {
 	if !a.guarded() {
 		return "local", nil
 	}
-	if name, ok := a.sessionName(r); ok {
-		return name, nil
+	if s, ok := a.session(r); ok && (s.operator || !needSession) {
+		return s.name, nil
+	} else if ok {
+		return "", errViewOnly
 	}
 	if needSession {
 		return "", errNeedLogin
 	}
 	return "", nil
 }
+
+// errViewOnly: a form post from a session opened with the read token.
+var errViewOnly = httpx.Errorf(http.StatusForbidden, "this session was opened with the read token (PRSAGA_READ_TOKEN) and may only view: log in with the API token (PRSAGA_API_TOKEN) to retry")
 
 // sameOrigin refuses a post whose Origin (or, without one, Referer) is
 // not this host, and any that the browser marks as cross-site.
@@ -148,31 +153,51 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// sessionName returns the token name of a valid session cookie.
-func (a *API) sessionName(r *http.Request) (string, bool) {
+// sessionInfo is what a session cookie says: who, and whether it was
+// opened with an operator token (else with a read token: view only).
+type sessionInfo struct {
+	name     string
+	operator bool
+}
+
+// Session roles as the cookie writes them.
+const (
+	roleOperator = "op"
+	roleViewer   = "view"
+)
+
+// session reads a valid session cookie.
+func (a *API) session(r *http.Request) (sessionInfo, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return "", false
+		return sessionInfo{}, false
 	}
-	hexName, rest, ok1 := strings.Cut(c.Value, ".")
-	exp, sig, ok2 := strings.Cut(rest, ".")
-	if !ok1 || !ok2 || !hmac.Equal([]byte(sig), []byte(a.mac("session", hexName, exp))) {
-		return "", false
+	parts := strings.Split(c.Value, ".")
+	if len(parts) != 4 {
+		return sessionInfo{}, false
+	}
+	hexName, exp, role, sig := parts[0], parts[1], parts[2], parts[3]
+	if !hmac.Equal([]byte(sig), []byte(a.mac("session", hexName, exp, role))) {
+		return sessionInfo{}, false
 	}
 	n, err := strconv.ParseInt(exp, 10, 64)
 	name, herr := hex.DecodeString(hexName)
-	if err != nil || herr != nil || a.now().Unix() > n {
-		return "", false
+	if err != nil || herr != nil || a.now().Unix() > n || (role != roleOperator && role != roleViewer) {
+		return sessionInfo{}, false
 	}
-	return string(name), true
+	return sessionInfo{name: string(name), operator: role == roleOperator}, true
 }
 
 // setSession gives the browser a session cookie: the token's name (hex, so
-// any name fits the cookie), an expiry and their HMAC.
-func (a *API) setSession(w http.ResponseWriter, r *http.Request, name string) {
+// any name fits the cookie), an expiry, the role and their HMAC.
+func (a *API) setSession(w http.ResponseWriter, r *http.Request, s sessionInfo) {
 	exp := strconv.FormatInt(a.now().Add(sessionTTL).Unix(), 10)
-	hexName := hex.EncodeToString([]byte(name))
-	setCookie(w, r, sessionCookie, hexName+"."+exp+"."+a.mac("session", hexName, exp), int(sessionTTL.Seconds()))
+	hexName := hex.EncodeToString([]byte(s.name))
+	role := roleViewer
+	if s.operator {
+		role = roleOperator
+	}
+	setCookie(w, r, sessionCookie, hexName+"."+exp+"."+role+"."+a.mac("session", hexName, exp, role), int(sessionTTL.Seconds()))
 }
 
 // safeNext keeps a post-login redirect on this site.

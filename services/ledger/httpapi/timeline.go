@@ -53,7 +53,7 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) {
 	now := a.now()
 	s.Stuck = a.Timeouts.Stuck(s, now)
 	p := timelinePage{frame: a.frame(r, pr, true), Saga: s, Rows: timelineRows(s, now), Events: evs,
-		CanRetry: s.State == contracts.StateMergeFailed, TraceID: traceID(evs, s.CorrelationID)}
+		CanRetry: s.State == contracts.StateMergeFailed && a.accessOf(r).act, TraceID: traceID(evs, s.CorrelationID)}
 	if id := r.URL.Query().Get("retried"); id != "" && contracts.ValidateEventID(id) == nil {
 		p.Retried = id
 	}

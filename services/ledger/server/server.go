@@ -30,6 +30,9 @@ type Options struct {
 	OperatorTokens httpx.Tokens
 	// TokenNames[i] names OperatorTokens[i] in the history of retries.
 	TokenNames []string
+	// ReadTokens may read the API and the dashboard but not act; the
+	// operator tokens read too. With any token set, reads need one.
+	ReadTokens httpx.Tokens
 	// Bus, when set, lets the watchdog and the dashboard ask JetStream
 	// about consumers and dead letters; StartWatchdog needs it.
 	Bus *bus.Bus
@@ -97,6 +100,7 @@ func New(opts Options) (*Server, error) {
 		Retrier:    &ledger.Retrier{Store: store, Proj: proj, NewID: runner.NewID, Log: log},
 		Tokens:     opts.OperatorTokens,
 		TokenNames: opts.TokenNames,
+		ReadTokens: opts.ReadTokens,
 		Timeouts:   wd.Timeouts,
 		SessionKey: opts.SessionKey,
 		Now:        now,

@@ -28,6 +28,9 @@ type Options struct {
 	AllowPrivate bool // PRSAGA_WEBHOOK_ALLOW_PRIVATE: tests and local demos only
 	// OperatorTokens may replace watchers. Empty: open (loopback only).
 	OperatorTokens httpx.Tokens
+	// ReadTokens may list watchers, as OperatorTokens may; none of either
+	// set: the list is open (loopback only).
+	ReadTokens httpx.Tokens
 	// Webhook tunes the sender: per-attempt timeout, attempts, backoff.
 	// Its AllowPrivate is set from the field above.
 	Webhook webhook.Config

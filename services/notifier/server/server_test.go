@@ -336,12 +336,27 @@ func TestWatchersAPI(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("put watchers = %d %s", code, body)
 	}
-	resp, err := h.api.Client().Get(h.api.URL + "/api/v1/repos/acme/widgets/watchers")
-	if err != nil {
-		t.Fatal(err)
+	list := func(token string) (int, []byte) {
+		req, _ := http.NewRequest(http.MethodGet, h.api.URL+"/api/v1/repos/acme/widgets/watchers", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := h.api.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
 	}
-	listed, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	// Reading the list needs a token too when one is configured.
+	if code, b := list(""); code != http.StatusUnauthorized {
+		t.Errorf("list watchers without a token = %d %s, want 401", code, b)
+	}
+	code, listed := list("op-token")
+	if code != http.StatusOK {
+		t.Fatalf("list watchers = %d %s", code, listed)
+	}
 	for _, b := range [][]byte{body, listed} {
 		if !bytes.Contains(b, []byte(`"host": "hooks.example.com"`)) || bytes.Contains(b, []byte("T0K3N")) ||
 			bytes.Contains(b, []byte("K3Y")) || bytes.Contains(b, []byte("a-long-secret")) || bytes.Contains(b, []byte("/p/")) {

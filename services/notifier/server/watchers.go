@@ -29,7 +29,8 @@ type watcherOut struct {
 // Routes adds PUT and GET /api/v1/repos/{owner}/{name}/watchers.
 func (s *Server) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /api/v1/repos/{owner}/{name}/watchers", s.opts.OperatorTokens.Require(s.putWatchers))
-	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/watchers", s.getWatchers)
+	readers := append(append(httpx.Tokens{}, s.opts.ReadTokens...), s.opts.OperatorTokens...)
+	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/watchers", readers.RequireRead(s.getWatchers))
 }
 
 func repoOf(r *http.Request) (string, error) {

@@ -32,6 +32,9 @@ type API struct {
 	// OperatorTokens may call every mutating route; StatusTokens (CI
 	// systems) may post statuses. Empty: open to every caller.
 	OperatorTokens, StatusTokens httpx.Tokens
+	// ReadTokens may call the read routes, as OperatorTokens may; none of
+	// either set: reads are open (loopback only, checked by the server).
+	ReadTokens httpx.Tokens
 	// Log receives internal errors (the client sees only "internal error").
 	Log *slog.Logger
 }
@@ -42,10 +45,11 @@ func (a *API) Routes(mux *http.ServeMux) {
 	// A status token or an operator token may post statuses; with neither
 	// configured the route is open (loopback only, checked by the server).
 	posters := append(append(httpx.Tokens{}, a.StatusTokens...), a.OperatorTokens...)
-	mux.HandleFunc("POST /api/v1/repos/{owner}/{name}/statuses/{sha}", posters.Require(a.postStatus))
-	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/statuses/{sha}", a.getStatuses)
+	mux.HandleFunc("POST /api/v1/repos/{owner}/{name}/statuses/{sha}", posters.RequireWith(httpx.StatusRefusal, a.postStatus))
+	readers := append(append(httpx.Tokens{}, a.ReadTokens...), a.OperatorTokens...)
+	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/statuses/{sha}", readers.RequireRead(a.getStatuses))
 	mux.HandleFunc("PUT /api/v1/repos/{owner}/{name}/protection/{branch...}", a.OperatorTokens.Require(a.putProtection))
-	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/protection/{branch...}", a.getProtection)
+	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/protection/{branch...}", readers.RequireRead(a.getProtection))
 }
 
 // repoOf validates the {owner}/{name} of a path.

@@ -138,11 +138,14 @@ func TestTokens(t *testing.T) {
 		{"status with wrong token", "POST", statuses, "nope", post, 401},
 		{"status with status token", "POST", statuses, "ci-secret", post, 201},
 		{"status with operator token", "POST", statuses, "op-secret", post, 201},
-		{"reading statuses needs no token", "GET", statuses, "", "", 200},
+		{"reading statuses without token", "GET", statuses, "", "", 401},
+		{"reading statuses with status token", "GET", statuses, "ci-secret", "", 401},
+		{"reading statuses with operator token", "GET", statuses, "op-secret", "", 200},
 		{"protection without token", "PUT", "/api/v1/repos/acme/widgets/protection/main", "", `{"required_contexts":["ci"]}`, 401},
 		{"protection with status token", "PUT", "/api/v1/repos/acme/widgets/protection/main", "ci-secret", `{"required_contexts":["ci"]}`, 401},
 		{"protection with operator token", "PUT", "/api/v1/repos/acme/widgets/protection/main", "op-secret", `{"required_contexts":["ci"]}`, 200},
-		{"reading protection needs no token", "GET", "/api/v1/repos/acme/widgets/protection/main", "", "", 200},
+		{"reading protection without token", "GET", "/api/v1/repos/acme/widgets/protection/main", "", "", 401},
+		{"reading protection with operator token", "GET", "/api/v1/repos/acme/widgets/protection/main", "op-secret", "", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := call(t, srv, tc.method, tc.path, tc.token, tc.body)

@@ -35,6 +35,9 @@ type Options struct {
 	// OperatorTokens may set protection and post statuses; StatusTokens
 	// (CI systems) may post statuses. Empty: routes open (loopback only).
 	OperatorTokens, StatusTokens httpx.Tokens
+	// ReadTokens may read statuses and protection, as OperatorTokens may;
+	// none of either set: reads are open (loopback only).
+	ReadTokens httpx.Tokens
 	// Now is the clock of emitted events and stored statuses; default time.Now.
 	Now func() time.Time
 	// Log receives the HTTP routes' internal errors; default discards.
@@ -97,6 +100,7 @@ func New(opts Options) (*Server, error) {
 			DefaultRequired: required,
 			OperatorTokens:  opts.OperatorTokens,
 			StatusTokens:    opts.StatusTokens,
+			ReadTokens:      opts.ReadTokens,
 			Log:             opts.Log,
 		},
 	}, nil

@@ -101,7 +101,12 @@ func (h *harness) do(method, path, token, body string, want int) {
 // getJSON GETs path and compares the compact JSON answer with want.
 func (h *harness) getJSON(path, want string) {
 	h.t.Helper()
-	resp, err := h.http.Client().Get(h.http.URL + path)
+	req, err := http.NewRequest(http.MethodGet, h.http.URL+path, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer op-token") // reads need a token when one is set
+	resp, err := h.http.Client().Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func spawn(cfg config.Config, dir, exe, name string) (*child, error) {
 		"--repos", cfg.ReposDir,
 		"--http", addr,
 		"--" + name + "-http", "",
-		"--api-token", "", "--status-token", "",
+		"--api-token", "", "--status-token", "", "--read-token", "",
 		"--log-level", cfg.LogLevel,
 		"--log-dir", "",
 		"--durability", cfg.Durability,

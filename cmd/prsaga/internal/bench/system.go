@@ -56,7 +56,7 @@ func inprocConfig(cfg config.Config, dir string) config.Config {
 	cfg.ReposDir = filepath.Join(dir, "repos")
 	cfg.Store = "sqlite://" + filepath.Join(dir, "data", "db")
 	cfg.LogDir = filepath.Join(dir, "logs")
-	cfg.APIToken, cfg.StatusToken = "", ""
+	cfg.APIToken, cfg.StatusToken, cfg.ReadToken = "", "", ""
 	return cfg
 }
 

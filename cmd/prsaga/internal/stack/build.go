@@ -24,6 +24,8 @@ import (
 func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (component, error) {
 	cfg := s.cfg
 	operator := httpx.Tokens{cfg.APIToken}
+	// Reads need the read token or the operator's when either is set.
+	readOnly := httpx.Tokens{cfg.ReadToken}
 	switch name {
 	case "validator":
 		db, err := s.openDB(ctx, name)
@@ -32,7 +34,7 @@ func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (compo
 		}
 		return validator.New(validator.Options{
 			DB: db, ReposDir: cfg.ReposDir,
-			OperatorTokens: operator, StatusTokens: httpx.Tokens{cfg.StatusToken, cfg.APIToken},
+			OperatorTokens: operator, StatusTokens: httpx.Tokens{cfg.StatusToken, cfg.APIToken}, ReadTokens: readOnly,
 		})
 	case "merger":
 		db, err := s.openDB(ctx, name)
@@ -45,7 +47,7 @@ func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (compo
 		if err != nil {
 			return nil, err
 		}
-		n, err := notifier.New(notifier.Options{DB: db, AllowPrivate: cfg.WebhookAllowPrivate, OperatorTokens: operator, Log: log})
+		n, err := notifier.New(notifier.Options{DB: db, AllowPrivate: cfg.WebhookAllowPrivate, OperatorTokens: operator, ReadTokens: readOnly, Log: log})
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +62,8 @@ func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (compo
 		if err != nil {
 			return nil, err
 		}
-		ix, err := indexer.New(indexer.Options{DB: db, IndexDir: filepath.Join(cfg.DataDir, "index"), ReposDir: cfg.ReposDir, Log: log})
+		ix, err := indexer.New(indexer.Options{DB: db, IndexDir: filepath.Join(cfg.DataDir, "index"), ReposDir: cfg.ReposDir, Log: log,
+			ReadTokens: cfg.ReadTokens()})
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +74,7 @@ func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (compo
 		if err != nil {
 			return nil, err
 		}
-		srv, err := ledger.New(ledger.Options{DB: db, OperatorTokens: operator, TokenNames: []string{"operator"},
+		srv, err := ledger.New(ledger.Options{DB: db, OperatorTokens: operator, TokenNames: []string{"operator"}, ReadTokens: readOnly,
 			Bus: s.Bus, Watchdog: LedgerWatchdog(cfg), Log: log, Metrics: s.Telemetry})
 		if err != nil {
 			return nil, err

@@ -165,7 +165,13 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		s.running = append(s.running, run)
 		s.standbys.mu.Unlock()
 	}
-	mux.Handle("GET /metrics", s.Telemetry.Handler())
+	metrics := s.Telemetry.Handler().ServeHTTP
+	if !cfg.MetricsPublic {
+		// Metrics name repositories and counts: a read like any other,
+		// unless PRSAGA_METRICS_PUBLIC opens them to a scraper.
+		metrics = httpx.Tokens(cfg.ReadTokens()).RequireWith(httpx.ReadRefusal+" (or set PRSAGA_METRICS_PUBLIC=true)", metrics)
+	}
+	mux.HandleFunc("GET /metrics", metrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
