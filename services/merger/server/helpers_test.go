@@ -121,7 +121,7 @@ func startMerger(t *testing.T, ns *natsembed.Server, cfg bus.Config, reposDir st
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	db := sqlitetest.Open(t)
+	db := sqlitetest.Open(t, server.Migrations)
 	srv, err := server.New(server.Options{DB: db, ReposDir: reposDir})
 	if err != nil {
 		t.Fatal(err)

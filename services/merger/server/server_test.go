@@ -134,18 +134,22 @@ func TestFiftyPRsThroughTwoMergers(t *testing.T) {
 // TestCrashAfterMergeBeforeCommit: the merger dies after moving the branch
 // and before its outbox transaction commits (the runner's fault hook fails
 // the first attempt right there). The event is redelivered; the merge is
-// found done. The run ends with exactly one merge commit and exactly one
-// merged event, already_merged=true. A crash after the commit and before
-// the ack ends with one merged event too: the inbox drops the redelivery.
+// found done — for a squash only through the merge journal, the PR head
+// not being in the target. The run ends with exactly one merge commit and
+// exactly one merged event, already_merged=true. A crash after the commit
+// and before the ack ends with one merged event too: the inbox drops the
+// redelivery.
 func TestCrashAfterMergeBeforeCommit(t *testing.T) {
 	for _, tc := range []struct {
 		point             string
+		strategy          string
 		wantAlreadyMerged bool
 	}{
-		{runner.FaultAfterEffect, true},
-		{runner.FaultAfterCommit, false},
+		{runner.FaultAfterEffect, contracts.StrategyMerge, true},
+		{runner.FaultAfterEffect, contracts.StrategySquash, true},
+		{runner.FaultAfterCommit, contracts.StrategyMerge, false},
 	} {
-		t.Run(tc.point, func(t *testing.T) {
+		t.Run(tc.point+"/"+tc.strategy, func(t *testing.T) {
 			g := newGitRepo(t)
 			im := &importer{}
 			im.commit("main", "", map[string]string{"README": "readme\n", "shared.txt": sharedFile(nil)})
@@ -166,7 +170,7 @@ func TestCrashAfterMergeBeforeCommit(t *testing.T) {
 				return nil
 			}
 			db := startMerger(t, ns, cfg, g.root, service.Options{Fault: fault})
-			validated(t, b, 7, "pr7", g.rev("pr7"), contracts.StrategyMerge, corr)
+			validated(t, b, 7, "pr7", g.rev("pr7"), tc.strategy, corr)
 			settled(t, b, 1)
 			drained(t, db)
 
