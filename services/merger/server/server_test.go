@@ -3,6 +3,7 @@ package server_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,7 +14,6 @@ import (
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 )
 
 // busConfig is shared by every connection of a test: the durable consumer
@@ -34,8 +34,8 @@ func sharedFile(edit map[int]bool) string {
 }
 
 // TestFiftyPRsThroughTwoMergers: 50 validated PRs at once, consumed by two
-// merger instances (two databases, two connections, one durable consumer,
-// one repos dir). Each PR adds its own file and changes its own line of a
+// merger instances (one database file opened by each — replicas share the
+// merger's journal —, two connections, one durable consumer, one repos dir). Each PR adds its own file and changes its own line of a
 // shared file, so every merge after the first merges lines onto a target
 // that moved under it. Every PR is merged exactly once, main has all their
 // work, nothing is lost, the repository is sound, and both instances did
@@ -54,8 +54,18 @@ func TestFiftyPRsThroughTwoMergers(t *testing.T) {
 	g.fastImport(im)
 
 	ns, b := natstest.Start(t, busConfig)
-	dbA := startMerger(t, ns, busConfig, g.root, service.Options{Workers: 4})
-	dbB := startMerger(t, ns, busConfig, g.root, service.Options{Workers: 4})
+	path := filepath.Join(t.TempDir(), "merger.sqlite")
+	var handledA, handledB atomic.Int64 // events each instance handled to the end of its side effect
+	counter := func(n *atomic.Int64) func(string, contracts.Envelope) error {
+		return func(point string, _ contracts.Envelope) error {
+			if point == runner.FaultAfterEffect {
+				n.Add(1)
+			}
+			return nil
+		}
+	}
+	dbA := startMergerOn(t, ns, busConfig, g.root, openShared(t, path), service.Options{Workers: 4, Fault: counter(&handledA)})
+	dbB := startMergerOn(t, ns, busConfig, g.root, openShared(t, path), service.Options{Workers: 4, Fault: counter(&handledB)})
 
 	corr := map[string]int{} // correlation id → PR
 	for n := 1; n <= prs; n++ {
@@ -117,14 +127,14 @@ func TestFiftyPRsThroughTwoMergers(t *testing.T) {
 	}
 	g.run("", "fsck", "--strict", "--no-progress")
 
-	handled := func(db *psqlite.DB) int {
-		var n int
-		if err := db.Reader().QueryRow("SELECT count(*) FROM inbox WHERE consumer = ?", contracts.ConsumerMerger).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
+	var n int
+	if err := dbA.Reader().QueryRow("SELECT count(*) FROM inbox WHERE consumer = ?", contracts.ConsumerMerger).Scan(&n); err != nil {
+		t.Fatal(err)
 	}
-	a, bb := handled(dbA), handled(dbB)
+	if n != prs {
+		t.Errorf("the shared inbox holds %d events of the merger, want %d", n, prs)
+	}
+	a, bb := handledA.Load(), handledB.Load()
 	t.Logf("instance A handled %d events, instance B %d", a, bb)
 	if a == 0 || bb == 0 {
 		t.Errorf("one instance did all the work (A %d, B %d): the test did not run two mergers", a, bb)
