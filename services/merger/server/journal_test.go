@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/merger/gitrepo"
@@ -48,4 +51,27 @@ func TestJournalStores(t *testing.T) {
 			t.Errorf("Recorded(%s) = %v, want %v", pr, got, want)
 		}
 	})
+}
+
+// BenchmarkJournal: what the journal adds to one merge on SQLite
+// (PRSAGA_DURABILITY=process) — the read of the PR's records, then the
+// record's own write transaction.
+func BenchmarkJournal(b *testing.B) {
+	db := sqlitetest.Open(b, server.Migrations)
+	j, err := server.JournalOf(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		pr := fmt.Sprintf("acme/widgets#%d", i+1)
+		if _, err := j.Recorded(ctx, pr); err != nil {
+			b.Fatal(err)
+		}
+		e := gitrepo.JournalEntry{Repo: "acme/widgets", PRID: pr, CorrelationID: "run", TargetBranch: "main",
+			Strategy: "merge", Commit: fmt.Sprintf("%040x", i+1), Base: strings.Repeat("0", 40)}
+		if err := j.Record(ctx, e); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
