@@ -45,6 +45,9 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
+	if len(e.Paths) == 0 {
+		return "merge conflict: " + e.cause()
+	}
 	return "merge conflict in " + strings.Join(e.Paths, ", ")
 }
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
@@ -115,10 +118,7 @@ func failure(err error, r contracts.Request) (f contracts.StepFailed, refused bo
 	switch {
 	case errors.As(err, &ce):
 		f.Code, f.Conflicts = contracts.CodeConflict, capList(ce.Paths)
-		f.Reason = fmt.Sprintf("merging %s into %s conflicts in %s", r.SourceBranch, r.TargetBranch, strings.Join(capList(ce.Paths), ", "))
-		if ce.Detail != "" {
-			f.Reason += " (" + ce.Detail + ")"
-		}
+		f.Reason = conflictReason(r, ce)
 	case errors.Is(err, ErrHeadMoved):
 		f.Code = contracts.CodeHeadMoved
 		f.Reason = fmt.Sprintf("%s no longer points at %s: the checks seen were for another commit", r.SourceBranch, r.HeadSHA)

@@ -73,6 +73,7 @@ func BenchmarkMerge(b *testing.B) {
 						b.Fatal(err)
 					}
 					req.When = time.Date(2025, 6, 1, 0, 0, i, 0, time.UTC) // a new merge commit each time
+					req.Journal = newMemJournal()                          // as for a PR never merged
 					b.StartTimer()
 					res, err := r.Merge(req)
 					if err != nil || res.AlreadyMerged {

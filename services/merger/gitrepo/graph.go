@@ -12,18 +12,16 @@ import (
 // commitGraph is a repository's commit graph as far as merges have needed
 // it, kept in memory between merges: each commit's parents and generation
 // number (1 for a root, else 1 + the largest of its parents'), as git's
-// commit-graph file has them, plus an index of the Prsaga-PR trailers the
-// commits carry.
+// commit-graph file has them.
 //
 // Invariant: a commit is in the graph only with all its ancestors, so the
-// graph holds the whole history of every commit it holds, and the trailer
-// index covers that whole history. A commit enters the graph only once
-// all its parents are in; commits never change, so nothing in it ever goes
-// stale, whoever moves the branches (a forced push only leaves commits no
-// branch reaches, which cost memory, not correctness).
+// graph holds the whole history of every commit it holds. A commit enters
+// the graph only once all its parents are in; commits never change, so
+// nothing in it ever goes stale, whoever moves the branches (a forced push
+// only leaves commits no branch reaches, which cost memory, not
+// correctness).
 type commitGraph struct {
-	nodes    map[plumbing.Hash]graphNode
-	trailers map[string][]plumbing.Hash // Prsaga-PR value → commits carrying it
+	nodes map[plumbing.Hash]graphNode
 	// tooLarge: a history did not fit; the repository is served by the
 	// plain walks from then on, without trying again every merge.
 	tooLarge bool
@@ -35,15 +33,15 @@ type graphNode struct {
 }
 
 // maxGraphNodes bounds a repository's graph (about 100 bytes a commit).
-// A history beyond it is served by the plain walks (fallbackMergeBases,
-// the bounded trailer walk), as before the graph existed.
+// A history beyond it is served by go-git's merge base
+// (fallbackMergeBases), as before the graph existed.
 const maxGraphNodes = 250_000
 
 // errGraphTooLarge: the history does not fit in maxGraphNodes.
 var errGraphTooLarge = errors.New("history too large for the in-memory commit graph")
 
 func newCommitGraph() *commitGraph {
-	return &commitGraph{nodes: map[plumbing.Hash]graphNode{}, trailers: map[string][]plumbing.Hash{}}
+	return &commitGraph{nodes: map[plumbing.Hash]graphNode{}}
 }
 
 // add puts a commit whose parents are all in the graph.
@@ -53,9 +51,6 @@ func (g *commitGraph) add(c *object.Commit) {
 		gen = max(gen, g.nodes[p].gen)
 	}
 	g.nodes[c.Hash] = graphNode{parents: c.ParentHashes, gen: gen + 1}
-	for _, v := range trailerValues(c.Message, TrailerPR) {
-		g.trailers[v] = append(g.trailers[v], c.Hash)
-	}
 }
 
 // ensureGraph puts the commits hs and their whole history into the graph
@@ -236,15 +231,4 @@ func (q *genQueue) Pop() any {
 	h := q.hs[len(q.hs)-1]
 	q.hs = q.hs[:len(q.hs)-1]
 	return h
-}
-
-// trailerCandidates reports whether a commit reachable from target might
-// carry "Prsaga-PR: <prID>": false means certainly none does (target's
-// whole history is in the graph, and no commit of the graph carries it);
-// true means the exact walk must decide.
-func (r *Repo) trailerCandidates(target plumbing.Hash, prID string) bool {
-	if err := r.ensureGraph(target); err != nil {
-		return true
-	}
-	return len(r.graph.trailers[prID]) > 0
 }

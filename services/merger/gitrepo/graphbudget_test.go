@@ -23,6 +23,7 @@ func TestGraphsBoundedAcrossRepositories(t *testing.T) {
 		SourceBranch: "feature", TargetBranch: "main", HeadSHA: feature, Strategy: StrategyMerge,
 		PRID: "acme/busy#1", PRNumber: 1, CorrelationID: "c", Title: "t",
 		Author: Signature{Name: "A", Email: "a@example.com"}, Committer: Signature{Name: "C", Email: "c@example.com"},
+		Journal: newMemJournal(),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -237,6 +237,7 @@ func request(source, target, head, strategy string, n int) MergeRequest {
 		Author:    Signature{Name: "Alice Author", Email: "alice@example.com"},
 		Committer: Signature{Name: "prsaga", Email: "prsaga@example.com"},
 		When:      time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC),
+		Journal:   testJournal,
 	}
 }
 

@@ -23,11 +23,13 @@ import (
 // the merge fails with a *ConflictError (ErrConflict) — see treeMerge.
 //
 // Merge is idempotent: if the PR's work is already in the target (a commit
-// with its Prsaga-PR trailer in the target's history, or HeadSHA reachable
-// from the target head) it returns AlreadyMerged and writes nothing. That is
-// checked first, so a redelivery succeeds even after the PR branch moved
-// or was deleted; only then must the source branch still point at HeadSHA
-// (ErrHeadMoved otherwise; ErrBranchNotFound if either branch is missing).
+// req.Journal recorded for this PR reachable from the target head, or
+// HeadSHA itself reachable from it — see alreadyMerged) it returns
+// AlreadyMerged and writes nothing. That is checked first, so a redelivery
+// succeeds even after the PR branch moved or was deleted; only then must
+// the source branch still point at HeadSHA (ErrHeadMoved otherwise;
+// ErrBranchNotFound if either branch is missing). A merge or squash commit
+// is recorded in req.Journal before the ref moves to it.
 //
 // If another writer moves the target branch between planning and the ref
 // update, the update fails without harm and the merge is planned again on
@@ -37,6 +39,9 @@ import (
 func (r *Repo) Merge(req MergeRequest) (Result, error) {
 	if err := req.validate(r.name); err != nil {
 		return Result{}, err
+	}
+	if req.Journal == nil {
+		return Result{}, errNoJournal
 	}
 	if req.Committer == (Signature{}) {
 		req.Committer = req.Author
@@ -63,6 +68,9 @@ func (r *Repo) Merge(req MergeRequest) (Result, error) {
 				// next merge into this branch to break it.
 				_, _ = r.breakDeadLock(loosePath(r.dir, req.TargetBranch) + ".lock")
 				return p.result, nil
+			}
+			if err := r.record(req, p); err != nil {
+				return Result{}, fmt.Errorf("merge %s into %s: %w", req.PRID, req.TargetBranch, err)
 			}
 			call(r.hooks.beforeRefUpdate)
 		}
@@ -135,35 +143,6 @@ func (r *Repo) plan(req MergeRequest) (*plan, error) {
 		return r.planFastForward(target, head, bases)
 	}
 	return r.planMerge(req, target, head, bases)
-}
-
-// alreadyMerged looks for the PR's work in the target: a commit carrying
-// the PR's trailer (a merge or squash made by prsaga), else the PR head
-// itself reachable from the target head (a fast-forward, or a merge made
-// outside prsaga).
-func (r *Repo) alreadyMerged(req MergeRequest, target, head *object.Commit, bases []*object.Commit) (Result, bool, error) {
-	c, err := r.findTrailerCommit(target.Hash, bases, req.PRID)
-	if err != nil {
-		return Result{}, false, err
-	}
-	if c != nil {
-		res := Result{MergeSHA: c.Hash.String(), AlreadyMerged: true}
-		if len(c.ParentHashes) > 0 {
-			parent, err := r.commit(c.ParentHashes[0])
-			if err != nil {
-				return Result{}, false, err
-			}
-			res.BaseSHA = parent.Hash.String()
-			if res.ChangedPaths, err = r.changedPaths(parent.TreeHash, c.TreeHash); err != nil {
-				return Result{}, false, err
-			}
-		}
-		return res, true, nil
-	}
-	if head != nil && (head.Hash == target.Hash || len(bases) == 1 && bases[0].Hash == head.Hash) {
-		return Result{MergeSHA: head.Hash.String(), AlreadyMerged: true}, true, nil
-	}
-	return Result{}, false, nil
 }
 
 func (r *Repo) planFastForward(target, head *object.Commit, bases []*object.Commit) (*plan, error) {

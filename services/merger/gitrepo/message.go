@@ -5,9 +5,10 @@ import (
 	"strings"
 )
 
-// Trailer keys prsaga writes into merge and squash commits. The Prsaga-PR
-// trailer is what makes a merge idempotent: a commit carrying it in the
-// target's history means the PR is merged.
+// Trailer keys prsaga writes into merge and squash commits, for people and
+// tools reading the history. They prove nothing: anyone who can push can
+// write them into a commit. What makes a merge idempotent is the merger's
+// journal (Journal).
 const (
 	TrailerPR            = "Prsaga-PR"
 	TrailerCorrelationID = "Prsaga-Correlation-Id"
@@ -82,38 +83,4 @@ func cleanTitle(t string) string {
 func subject(msg string) string {
 	s, _, _ := strings.Cut(strings.TrimLeft(msg, "\n"), "\n")
 	return strings.TrimSpace(s)
-}
-
-// hasTrailer reports whether the message's last paragraph holds the line
-// "<key>: <value>" exactly. Only the last paragraph counts (that is where
-// git puts trailers), so a PR title quoting a trailer cannot fake one.
-func hasTrailer(msg, key, value string) bool {
-	msg = strings.TrimRight(strings.ReplaceAll(msg, "\r\n", "\n"), "\n ")
-	if i := strings.LastIndex(msg, "\n\n"); i >= 0 {
-		msg = msg[i+2:]
-	}
-	want := key + ": " + value
-	for _, line := range strings.Split(msg, "\n") {
-		if strings.TrimRight(line, " \t") == want {
-			return true
-		}
-	}
-	return false
-}
-
-// trailerValues returns the values of every "<key>: <value>" line of the
-// message's last paragraph: hasTrailer(msg, key, v) holds exactly for the
-// values it returns.
-func trailerValues(msg, key string) []string {
-	msg = strings.TrimRight(strings.ReplaceAll(msg, "\r\n", "\n"), "\n ")
-	if i := strings.LastIndex(msg, "\n\n"); i >= 0 {
-		msg = msg[i+2:]
-	}
-	var values []string
-	for _, line := range strings.Split(msg, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimRight(line, " \t"), key+": "); ok {
-			values = append(values, v)
-		}
-	}
-	return values
 }

@@ -32,6 +32,9 @@ type MergeRequest struct {
 	Author        Signature
 	Committer     Signature // zero: the Author
 	When          time.Time // author and committer time; zero: now
+	// Journal records the merge and squash commits before the ref moves,
+	// and is what proves a merge already done (Journal). Required.
+	Journal Journal
 }
 
 // Signature is a commit author or committer.
@@ -43,12 +46,12 @@ type Signature struct {
 // Result is what a merge did, or found done.
 type Result struct {
 	// MergeSHA is the target's new head: HeadSHA for a fast-forward, else
-	// the new merge or squash commit. When AlreadyMerged: the commit
-	// carrying this PR's Prsaga-PR trailer, or HeadSHA itself when the PR
-	// head was found reachable from the target head.
+	// the new merge or squash commit. When AlreadyMerged: the commit the
+	// journal recorded for this PR, or HeadSHA itself when the PR head was
+	// found reachable from the target head.
 	MergeSHA string
 	// BaseSHA is the target head the merge was made onto (the ref's old
-	// value). When AlreadyMerged: the first parent of a trailer commit, or
+	// value). When AlreadyMerged: the first parent of a recorded commit, or
 	// empty when only the PR head was found (what it was merged onto is
 	// no longer known).
 	BaseSHA string

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/merger"
 )
 
@@ -46,7 +47,7 @@ func TestSyncOptionReachesTheGitLayer(t *testing.T) {
 
 			var mu sync.Mutex
 			var fsynced []string
-			s, err := New(Options{ReposDir: root, Sync: sync_, onFsync: func(p string) {
+			s, err := New(Options{DB: sqlitetest.Open(t, Migrations), ReposDir: root, Sync: sync_, onFsync: func(p string) {
 				mu.Lock()
 				defer mu.Unlock()
 				fsynced = append(fsynced, p)

@@ -113,6 +113,13 @@ func (g *gitRepo) fastImport(im *importer) {
 // RelayPoll defaulted). It is stopped by t.Cleanup.
 func startMerger(t *testing.T, ns *natsembed.Server, cfg bus.Config, reposDir string, opts service.Options) *psqlite.DB {
 	t.Helper()
+	return startMergerOn(t, ns, cfg, reposDir, sqlitetest.Open(t, server.Migrations), opts)
+}
+
+// startMergerOn is startMerger on db: replicas of the merger share its
+// database (DESIGN §9), each through its own handle as a process would.
+func startMergerOn(t *testing.T, ns *natsembed.Server, cfg bus.Config, reposDir string, db *psqlite.DB, opts service.Options) *psqlite.DB {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg.InProcess, cfg.Name = ns.Server, t.Name()
@@ -121,7 +128,6 @@ func startMerger(t *testing.T, ns *natsembed.Server, cfg bus.Config, reposDir st
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	db := sqlitetest.Open(t)
 	srv, err := server.New(server.Options{DB: db, ReposDir: reposDir})
 	if err != nil {
 		t.Fatal(err)
@@ -268,4 +274,16 @@ func settledOnce(ctx context.Context, b *bus.Bus, want int) (bool, error) {
 		return false, err
 	}
 	return si.State.Subjects[contracts.SubjectMerged] >= uint64(want), nil
+}
+
+// openShared opens the SQLite file at path with the merger's tables, as one
+// more process sharing it would; closed by t.Cleanup.
+func openShared(t *testing.T, path string) *psqlite.DB {
+	t.Helper()
+	db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, server.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

@@ -18,6 +18,8 @@ import (
 
 // Options of the merger.
 type Options struct {
+	// DB is the merger's own database, opened with Migrations (SQLite) or
+	// the merger's YDB migrations: it holds the merge journal.
 	DB       store.DB
 	ReposDir string
 	// Committer signs merge commits; authors are the requesters.
@@ -54,7 +56,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gitAdapter{repos: repos, committer: opts.Committer, domain: opts.AuthorDomain}
+	journal, err := JournalOf(opts.DB)
+	if err != nil {
+		return nil, err
+	}
+	g := &gitAdapter{repos: repos, journal: journal, committer: opts.Committer, domain: opts.AuthorDomain}
 	return &Server{db: opts.DB, m: &merger.Merger{Git: g, Now: opts.Now}}, nil
 }
 
@@ -74,6 +80,7 @@ func (s *Server) Spec() service.Spec {
 // gitAdapter maps the merger's plan onto gitrepo and its errors back.
 type gitAdapter struct {
 	repos     *gitrepo.Repos
+	journal   Journal
 	committer gitrepo.Signature
 	domain    string
 }
@@ -90,6 +97,7 @@ func (g *gitAdapter) Merge(ctx context.Context, p merger.Plan) (merger.Result, e
 		Author:    gitrepo.Signature{Name: p.RequestedBy, Email: p.RequestedBy + "@" + g.domain},
 		Committer: g.committer,
 		When:      p.When,
+		Journal:   boundJournal{ctx: ctx, j: g.journal},
 	})
 	if err != nil {
 		return merger.Result{}, mapErr(err)

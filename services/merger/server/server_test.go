@@ -3,6 +3,7 @@ package server_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,7 +14,6 @@ import (
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 )
 
 // busConfig is shared by every connection of a test: the durable consumer
@@ -34,8 +34,8 @@ func sharedFile(edit map[int]bool) string {
 }
 
 // TestFiftyPRsThroughTwoMergers: 50 validated PRs at once, consumed by two
-// merger instances (two databases, two connections, one durable consumer,
-// one repos dir). Each PR adds its own file and changes its own line of a
+// merger instances (one database file opened by each — replicas share the
+// merger's journal —, two connections, one durable consumer, one repos dir). Each PR adds its own file and changes its own line of a
 // shared file, so every merge after the first merges lines onto a target
 // that moved under it. Every PR is merged exactly once, main has all their
 // work, nothing is lost, the repository is sound, and both instances did
@@ -54,8 +54,18 @@ func TestFiftyPRsThroughTwoMergers(t *testing.T) {
 	g.fastImport(im)
 
 	ns, b := natstest.Start(t, busConfig)
-	dbA := startMerger(t, ns, busConfig, g.root, service.Options{Workers: 4})
-	dbB := startMerger(t, ns, busConfig, g.root, service.Options{Workers: 4})
+	path := filepath.Join(t.TempDir(), "merger.sqlite")
+	var handledA, handledB atomic.Int64 // events each instance handled to the end of its side effect
+	counter := func(n *atomic.Int64) func(string, contracts.Envelope) error {
+		return func(point string, _ contracts.Envelope) error {
+			if point == runner.FaultAfterEffect {
+				n.Add(1)
+			}
+			return nil
+		}
+	}
+	dbA := startMergerOn(t, ns, busConfig, g.root, openShared(t, path), service.Options{Workers: 4, Fault: counter(&handledA)})
+	dbB := startMergerOn(t, ns, busConfig, g.root, openShared(t, path), service.Options{Workers: 4, Fault: counter(&handledB)})
 
 	corr := map[string]int{} // correlation id → PR
 	for n := 1; n <= prs; n++ {
@@ -117,14 +127,14 @@ func TestFiftyPRsThroughTwoMergers(t *testing.T) {
 	}
 	g.run("", "fsck", "--strict", "--no-progress")
 
-	handled := func(db *psqlite.DB) int {
-		var n int
-		if err := db.Reader().QueryRow("SELECT count(*) FROM inbox WHERE consumer = ?", contracts.ConsumerMerger).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
+	var n int
+	if err := dbA.Reader().QueryRow("SELECT count(*) FROM inbox WHERE consumer = ?", contracts.ConsumerMerger).Scan(&n); err != nil {
+		t.Fatal(err)
 	}
-	a, bb := handled(dbA), handled(dbB)
+	if n != prs {
+		t.Errorf("the shared inbox holds %d events of the merger, want %d", n, prs)
+	}
+	a, bb := handledA.Load(), handledB.Load()
 	t.Logf("instance A handled %d events, instance B %d", a, bb)
 	if a == 0 || bb == 0 {
 		t.Errorf("one instance did all the work (A %d, B %d): the test did not run two mergers", a, bb)
@@ -134,18 +144,22 @@ func TestFiftyPRsThroughTwoMergers(t *testing.T) {
 // TestCrashAfterMergeBeforeCommit: the merger dies after moving the branch
 // and before its outbox transaction commits (the runner's fault hook fails
 // the first attempt right there). The event is redelivered; the merge is
-// found done. The run ends with exactly one merge commit and exactly one
-// merged event, already_merged=true. A crash after the commit and before
-// the ack ends with one merged event too: the inbox drops the redelivery.
+// found done — for a squash only through the merge journal, the PR head
+// not being in the target. The run ends with exactly one merge commit and
+// exactly one merged event, already_merged=true. A crash after the commit
+// and before the ack ends with one merged event too: the inbox drops the
+// redelivery.
 func TestCrashAfterMergeBeforeCommit(t *testing.T) {
 	for _, tc := range []struct {
 		point             string
+		strategy          string
 		wantAlreadyMerged bool
 	}{
-		{runner.FaultAfterEffect, true},
-		{runner.FaultAfterCommit, false},
+		{runner.FaultAfterEffect, contracts.StrategyMerge, true},
+		{runner.FaultAfterEffect, contracts.StrategySquash, true},
+		{runner.FaultAfterCommit, contracts.StrategyMerge, false},
 	} {
-		t.Run(tc.point, func(t *testing.T) {
+		t.Run(tc.point+"/"+tc.strategy, func(t *testing.T) {
 			g := newGitRepo(t)
 			im := &importer{}
 			im.commit("main", "", map[string]string{"README": "readme\n", "shared.txt": sharedFile(nil)})
@@ -166,7 +180,7 @@ func TestCrashAfterMergeBeforeCommit(t *testing.T) {
 				return nil
 			}
 			db := startMerger(t, ns, cfg, g.root, service.Options{Fault: fault})
-			validated(t, b, 7, "pr7", g.rev("pr7"), contracts.StrategyMerge, corr)
+			validated(t, b, 7, "pr7", g.rev("pr7"), tc.strategy, corr)
 			settled(t, b, 1)
 			drained(t, db)
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prsaga/prsaga/platform/ydb"
 
 	ledger "github.com/prsaga/prsaga/services/ledger/server"
+	merger "github.com/prsaga/prsaga/services/merger/server"
 	notifier "github.com/prsaga/prsaga/services/notifier/server"
 	validator "github.com/prsaga/prsaga/services/validator/server"
 )
@@ -22,6 +23,8 @@ func SQLiteMigrations(service string) []sqlite.Migrations {
 	switch service {
 	case contracts.ServiceValidator:
 		return []sqlite.Migrations{validator.Migrations}
+	case contracts.ServiceMerger:
+		return []sqlite.Migrations{merger.Migrations}
 	case contracts.ServiceNotifier:
 		return []sqlite.Migrations{notifier.Migrations}
 	case contracts.ServiceLedger:

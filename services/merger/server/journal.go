@@ -1,0 +1,50 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
+	"github.com/prsaga/prsaga/services/merger/gitrepo"
+	msqlite "github.com/prsaga/prsaga/services/merger/sqlite"
+	mydb "github.com/prsaga/prsaga/services/merger/ydb"
+)
+
+// Migrations are the merger's tables on SQLite; open its database with them.
+var Migrations = msqlite.Migrations
+
+// Journal is the merger's journal table on one store. Record commits in a
+// transaction of its own: it must be durable before the ref moves, long
+// before the outbox transaction of the merged event.
+type Journal interface {
+	Recorded(ctx context.Context, prID string) ([]string, error)
+	Record(ctx context.Context, e gitrepo.JournalEntry) error
+}
+
+var (
+	_ Journal = (*msqlite.Journal)(nil)
+	_ Journal = (*mydb.Journal)(nil)
+)
+
+// JournalOf returns the merger's journal on db's store (SQLite or YDB).
+func JournalOf(db store.DB) (Journal, error) {
+	switch db := db.(type) {
+	case *psqlite.DB:
+		return &msqlite.Journal{DB: db}, nil
+	case *pydb.DB:
+		return &mydb.Journal{DB: db}, nil
+	}
+	return nil, fmt.Errorf("merger: no journal for a store of type %T", db)
+}
+
+// boundJournal is a Journal for one merge: gitrepo's calls carry no
+// context, the handler's does.
+type boundJournal struct {
+	ctx context.Context
+	j   Journal
+}
+
+func (b boundJournal) Recorded(prID string) ([]string, error) { return b.j.Recorded(b.ctx, prID) }
+func (b boundJournal) Record(e gitrepo.JournalEntry) error    { return b.j.Record(b.ctx, e) }

@@ -1,0 +1,87 @@
+// Package ydb keeps the merger's journal (gitrepo.Journal) in its directory
+// of the YDB database: the merge and squash commits it put on target
+// branches.
+package ydb
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
+	"github.com/ydb-platform/ydb-go-sdk/v3/query"
+
+	"github.com/prsaga/prsaga/platform/store"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
+	"github.com/prsaga/prsaga/services/merger/gitrepo"
+)
+
+//go:embed migrations/*.yql
+var migrationFiles embed.FS
+
+// Migrations are the merger's tables, applied by pydb.Open.
+var Migrations = func() pydb.Migrations {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded at build time
+	}
+	return pydb.Migrations{Component: "merger", FS: sub}
+}()
+
+// The journal's statements; every value is a typed parameter.
+const (
+	// A range of the primary key (pr_id, merge_sha).
+	qRecorded = `SELECT merge_sha FROM merge_journal WHERE pr_id = $pr_id`
+	// The same commit recorded again has the same content (its message
+	// names the run): a blind UPSERT.
+	qRecord = `UPSERT INTO merge_journal (pr_id, merge_sha, repo, target_branch, strategy, base_sha, correlation_id, recorded_at)
+VALUES ($pr_id, $merge_sha, $repo, $target_branch, $strategy, $base_sha, $correlation_id, $recorded_at)`
+)
+
+// Journal is the merger's journal table. Safe for concurrent use.
+type Journal struct {
+	DB *pydb.DB
+}
+
+// Recorded returns the commits recorded for the PR. The read is a
+// snapshot taken when it begins: every record committed before is seen.
+func (j *Journal) Recorded(ctx context.Context, prID string) ([]string, error) {
+	var out []string
+	err := j.DB.Query(ctx, qRecorded, ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Build(), func(row query.Row) error {
+		var sha string
+		if err := row.Scan(&sha); err != nil {
+			return err
+		}
+		out = append(out, sha)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read merge journal: %w", err)
+	}
+	return out, nil
+}
+
+// Record commits e in a transaction of its own.
+func (j *Journal) Record(ctx context.Context, e gitrepo.JournalEntry) error {
+	return j.DB.Update(ctx, func(stx store.Tx) error {
+		tx, err := pydb.TxOf(stx)
+		if err != nil {
+			return err
+		}
+		err = tx.Exec(qRecord, ydbsdk.ParamsBuilder().
+			Param("$pr_id").Text(e.PRID).
+			Param("$merge_sha").Text(e.Commit).
+			Param("$repo").Text(e.Repo).
+			Param("$target_branch").Text(e.TargetBranch).
+			Param("$strategy").Text(e.Strategy).
+			Param("$base_sha").Text(e.Base).
+			Param("$correlation_id").Text(e.CorrelationID).
+			Param("$recorded_at").Timestamp(tx.Now()).
+			Build())
+		if err != nil {
+			return fmt.Errorf("record in merge journal: %w", err)
+		}
+		return nil
+	})
+}
