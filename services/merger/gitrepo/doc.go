@@ -48,6 +48,8 @@
 //
 // Merges are idempotent: before merging, and again after every lost race, a
 // merge looks for the PR's work already in the target (the PR head reachable
-// from the target head, or a commit carrying the PR's `Prsaga-PR` trailer)
-// and reports it instead of merging twice.
+// from the target head, or a commit the merger's journal recorded for this
+// PR before moving the ref: alreadymerged.go, journal.go) and reports it
+// instead of merging twice. A commit message proves nothing: trailers are
+// written for people, never trusted.
 package gitrepo
