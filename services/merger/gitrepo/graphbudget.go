@@ -9,7 +9,7 @@ import "sort"
 // recently are dropped; the next merge into one rebuilds it from the
 // history (a cold merge, PERFORMANCE.md).
 
-// maxGraphNodesTotal: about 300 bytes a commit with its trailer index, so
+// maxGraphNodesTotal: about 300 bytes a commit (measured with the trailer index it once had), so
 // ~150 MB; one repository at maxGraphNodes fits.
 const maxGraphNodesTotal = 500_000
 
