@@ -8,6 +8,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"time"
 
 	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
@@ -48,9 +49,9 @@ type Journal struct {
 // snapshot taken when it begins: every record committed before is seen.
 func (j *Journal) Recorded(ctx context.Context, prID string) ([]string, error) {
 	var out []string
-	err := j.DB.Query(ctx, qRecorded, ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Build(), func(row query.Row) error {
-		var sha string
-		if err := row.Scan(&sha); err != nil {
+	err := j.DB.Query(ctx, qRecorded, recordedParams(prID), func(row query.Row) error {
+		sha, err := scanSHA(row)
+		if err != nil {
 			return err
 		}
 		out = append(out, sha)
@@ -69,19 +70,37 @@ func (j *Journal) Record(ctx context.Context, e gitrepo.JournalEntry) error {
 		if err != nil {
 			return err
 		}
-		err = tx.Exec(qRecord, ydbsdk.ParamsBuilder().
-			Param("$pr_id").Text(e.PRID).
-			Param("$merge_sha").Text(e.Commit).
-			Param("$repo").Text(e.Repo).
-			Param("$target_branch").Text(e.TargetBranch).
-			Param("$strategy").Text(e.Strategy).
-			Param("$base_sha").Text(e.Base).
-			Param("$correlation_id").Text(e.CorrelationID).
-			Param("$recorded_at").Timestamp(tx.Now()).
-			Build())
+		err = tx.Exec(qRecord, recordParams(e, tx.Now()))
 		if err != nil {
 			return fmt.Errorf("record in merge journal: %w", err)
 		}
 		return nil
 	})
+}
+
+// The statements' parameters and row scans, one function each, so that
+// the offline type check (typecheck_test.go) runs the very code the
+// journal runs.
+
+func recordedParams(prID string) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Build()
+}
+
+func scanSHA(row query.Row) (string, error) {
+	var sha string
+	err := row.Scan(&sha)
+	return sha, err
+}
+
+func recordParams(e gitrepo.JournalEntry, now time.Time) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().
+		Param("$pr_id").Text(e.PRID).
+		Param("$merge_sha").Text(e.Commit).
+		Param("$repo").Text(e.Repo).
+		Param("$target_branch").Text(e.TargetBranch).
+		Param("$strategy").Text(e.Strategy).
+		Param("$base_sha").Text(e.Base).
+		Param("$correlation_id").Text(e.CorrelationID).
+		Param("$recorded_at").Timestamp(now).
+		Build()
 }
