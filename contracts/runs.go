@@ -225,8 +225,12 @@ func stepTriggeredBy(eventType string) State {
 // Rederived is the decision that moves cur to the derived row to when an
 // event made Derive disagree with Decide: one transition from where the row
 // is to where its events lead (none when only fields other than the state
-// and the run change), announced like any other.
+// and the run change), announced like any other — or, when the events keep
+// the row as it is, the event ignored.
 func Rederived(cur, to Row, in Incoming) Decision {
+	if SameOutcome(cur, to) {
+		return ignore("the PR's recorded events keep the row with run %s (%s): runs are ordered by their requests", cur.CorrelationID, describe(cur))
+	}
 	newRun := cur.CorrelationID != to.CorrelationID
 	reason := fmt.Sprintf("%s of run %s folded with the run's recorded events", in.Type, in.CorrelationID)
 	if newRun {

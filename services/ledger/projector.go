@@ -70,6 +70,7 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 		return Result{}, err
 	}
 	in := contracts.IncomingOf(env)
+	now := p.now()
 	d := contracts.Decide(row, in)
 	after := row
 	if d.Applied() {
@@ -82,7 +83,7 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 		if after.CorrelationID != row.CorrelationID {
 			base = row
 		}
-		derived, err := derive(tx, base, in)
+		derived, err := derive(tx, base, in, now)
 		if err != nil {
 			return Result{}, err
 		}
@@ -90,7 +91,6 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 			d = contracts.Rederived(row, derived, in)
 		}
 	}
-	now := p.now()
 	raw, err := structured(env.Event)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode event %s: %w", id, err)
@@ -200,8 +200,10 @@ func structured(e *event.Event) ([]byte, error) {
 // derive settles the row from the PR's recorded events and in
 // (contracts.Derive): which run owns it, and that run's outcome. A recorded
 // event that no longer opens (recorded before a rule of the contract
-// tightened) is left out: it would not be accepted today.
-func derive(tx Tx, row contracts.Row, in contracts.Incoming) (contracts.Row, error) {
+// tightened) is left out: it would not be accepted today. An event without
+// a time attribute (optional in CloudEvents) stands at the time the ledger
+// first recorded it, which every ledger reads the same.
+func derive(tx Tx, row contracts.Row, in contracts.Incoming, now time.Time) (contracts.Row, error) {
 	recs, err := tx.EventsOf(row.PRID)
 	if err != nil {
 		return contracts.Row{}, err
@@ -216,7 +218,14 @@ func derive(tx Tx, row contracts.Row, in contracts.Incoming) (contracts.Row, err
 		if err != nil {
 			continue
 		}
-		ins = append(ins, contracts.IncomingOf(env))
+		rin := contracts.IncomingOf(env)
+		if rin.Time.IsZero() {
+			rin.Time = r.ReceivedAt
+		}
+		ins = append(ins, rin)
+	}
+	if in.Time.IsZero() {
+		in.Time = now
 	}
 	ins = append(ins, in)
 	return contracts.Derive(row, ins), nil
