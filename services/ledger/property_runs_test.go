@@ -223,7 +223,7 @@ func TestProjectPropertyAcrossRuns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(s, s^0x2545f4914f6cdd1d))
 	f := newFixture(t)
 	ctx := context.Background()
-	rounds := 60
+	rounds := 40
 	if testing.Short() {
 		rounds = 15
 	}
