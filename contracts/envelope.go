@@ -130,6 +130,12 @@ func MetaOf(e *event.Event) (Meta, error) {
 	if e.Type() == TypeMergeRequested && m.ReplayOf == "" && m.CorrelationID != e.ID() {
 		return Meta{}, fieldErr(ExtCorrelationID, "%q of a requested event must equal its id %q", truncate(m.CorrelationID), e.ID())
 	}
+	// A request starts a run at attempt 1; only the ledger's replay of it
+	// (a retry) carries a later attempt. Accepting more from a client would
+	// let it inflate the run's attempts and outrank the retries' failures.
+	if e.Type() == TypeMergeRequested && m.ReplayOf == "" && m.Attempt != 1 {
+		return Meta{}, fieldErr(ExtAttempt, "%d on a requested event that is not a replay: a request starts its run at attempt 1", m.Attempt)
+	}
 	for name, v := range map[string]string{ExtCorrelationID: m.CorrelationID, ExtCausationID: m.CausationID, ExtReplayOf: m.ReplayOf} {
 		if v == "" {
 			continue
@@ -236,6 +242,11 @@ func Open(e *event.Event) (Envelope, error) {
 	}
 	if err := Decode(e, p); err != nil {
 		return Envelope{}, err
+	}
+	if f, ok := p.(*StepFailed); ok {
+		if err := CheckStepSource(f.Step, e.Source()); err != nil {
+			return Envelope{}, err
+		}
 	}
 	env := Envelope{Event: e, Meta: m, Payload: p}
 	if sc, ok := p.(*StateChanged); ok {

@@ -513,7 +513,7 @@ func TestIncomingOf(t *testing.T) {
 		{contracts.TypeMerged, contracts.Incoming{ID: "merged-1", MergeSHA: mergeSHA}},
 		{contracts.TypeNotified, contracts.Incoming{ID: "notified-1", MergeSHA: mergeSHA}},
 		{contracts.TypeIndexed, contracts.Incoming{ID: "indexed-1", MergeSHA: mergeSHA}},
-		{contracts.TypeStepFailed, contracts.Incoming{ID: "failed-1", Step: contracts.StateNotifying, Error: "webhook_failed: down"}},
+		{contracts.TypeStepFailed, contracts.Incoming{ID: "failed-1", Step: contracts.StateNotifying, Error: "webhook_failed: down", Code: "webhook_failed"}},
 		{contracts.TypeTimedOut, contracts.Incoming{ID: "timeout-1", Step: contracts.StateMerging, Error: "timed_out: pending"}},
 	}
 	for _, tt := range tests {
@@ -523,6 +523,7 @@ func TestIncomingOf(t *testing.T) {
 		}
 		want := tt.want
 		want.Type, want.CorrelationID, want.Attempt, want.Req = tt.typ, requestID, 1, validRequest()
+		want.Time = events[tt.typ].Time()
 		if got := contracts.IncomingOf(env); got != want {
 			t.Errorf("IncomingOf(%s) = %+v, want %+v", tt.typ, got, want)
 		}

@@ -98,7 +98,9 @@ func DLQSubject(consumer string) string { return DLQSubjectPrefix + consumer }
 
 // producers names the only service allowed to emit each step event
 // (DESIGN §3: defence in depth behind NATS permissions). Requested events come
-// from clients; step_failed comes from whichever step failed.
+// from clients; step_failed comes from the service of the step that failed
+// (CheckSource admits the four step services, CheckStepSource, which needs
+// the payload, pins the one).
 var producers = map[string]string{
 	TypeMergeValidated: ServiceValidator,
 	TypeMerged:         ServiceMerger,
@@ -106,6 +108,35 @@ var producers = map[string]string{
 	TypeIndexed:        ServiceIndexer,
 	TypeTimedOut:       ServiceLedger,
 	TypeStateChanged:   ServiceLedger,
+}
+
+// stepServices names the service that runs each step: the only source of
+// that step's failure (a replayed step_failed does not exist, and the ledger's
+// own verdict on a step is timed_out).
+var stepServices = map[State]string{
+	StateValidating: ServiceValidator,
+	StateMerging:    ServiceMerger,
+	StateNotifying:  ServiceNotifier,
+	StateIndexing:   ServiceIndexer,
+}
+
+// StepService returns the service that runs step, "" for a state that is
+// not a step.
+func StepService(step State) string { return stepServices[step] }
+
+// CheckStepSource reports whether source may fail step: a step_failed is
+// accepted only from the service that runs the failed step, so that one
+// service cannot end another's step (a notifier's step_failed(VALIDATING)
+// would release the validator's lock and fail a run it never saw).
+func CheckStepSource(step State, source string) error {
+	s, ok := stepServices[step]
+	if !ok {
+		return fieldErr("step", "%q is not one of VALIDATING, MERGING, NOTIFYING, INDEXING", truncate(string(step)))
+	}
+	if source != Source(s) {
+		return fieldErr("source", "a failure of step %s must come from %s, not %q", step, Source(s), truncate(source))
+	}
+	return nil
 }
 
 // triggers are the events the ledger may replay to retry a step.

@@ -39,6 +39,13 @@ type Incoming struct {
 	Step          State  // step_failed / timed_out: the step that failed
 	Error         string // step_failed / timed_out: "code: reason"
 	MergeSHA      string // merged / notified / indexed
+	// Code is a step_failed's failure code (Error starts with it).
+	Code string
+	// ReplayOf is set on the ledger's replay of a trigger (a retry).
+	ReplayOf string
+	// Time is the event's time attribute (its producer's clock); zero when
+	// the event has none. Derive orders runs by it.
+	Time time.Time
 }
 
 // IncomingOf extracts what the state machine needs from an opened event.
@@ -49,6 +56,8 @@ func IncomingOf(env Envelope) Incoming {
 		CorrelationID: env.Meta.CorrelationID,
 		Attempt:       env.Meta.Attempt,
 		Req:           env.Req(),
+		ReplayOf:      env.Meta.ReplayOf,
+		Time:          env.Event.Time(),
 	}
 	switch p := env.Payload.(type) {
 	case *Merged:
@@ -58,7 +67,7 @@ func IncomingOf(env Envelope) Incoming {
 	case *Indexed:
 		in.MergeSHA = p.MergeSHA
 	case *StepFailed:
-		in.Step, in.Error = p.Step, p.Code+": "+p.Reason
+		in.Step, in.Error, in.Code = p.Step, p.Code+": "+p.Reason, p.Code
 	case *TimedOut:
 		in.Step, in.Error = p.Step, "timed_out: "+p.Diagnosis
 	}

@@ -1,7 +1,10 @@
 // Package ledger is the saga's memory and its operator: it projects every
 // saga event into one row per PR (pr_saga), a transition history and an
 // event log, using the state machine of contracts.Decide, and announces
-// each applied transition as prsaga.saga.state_changed.v1.
+// each applied transition as prsaga.saga.state_changed.v1. When runs of a
+// PR compete for its row, the projection settles the row from the PR's
+// recorded events (contracts.Derive): the final row is the same for any
+// delivery order, across runs too (docs/saga-states.md, "Runs").
 //
 // It also holds the two things the ledger does on its own: the Watchdog,
 // which fails sagas stuck in a step (timed_out, with a diagnosis), and the

@@ -19,6 +19,11 @@ var (
 	ErrConflict = errors.New("saga changed concurrently")
 )
 
+// MaxRunEvents bounds the recorded events of one PR that the projection
+// reads to settle which run owns the row: a PR with more (thousands of runs
+// requested and refused) is settled from its oldest MaxRunEvents.
+const MaxRunEvents = 10_000
+
 // Event statuses in saga_event.
 const (
 	StatusApplied = "applied"
@@ -49,6 +54,10 @@ type Tx interface {
 	// LatestEvent returns the most recently received saga_event of a run
 	// with the given type (either status); found is false when there is none.
 	LatestEvent(correlationID, eventType string) (e Event, found bool, err error)
+	// EventsOf lists the events recorded for a PR (every run, either
+	// status), oldest first, at most MaxRunEvents: what Derive folds when
+	// runs compete for the row.
+	EventsOf(prID string) ([]Event, error)
 	// RetryAnswer returns the answer stored under an Idempotency-Key.
 	RetryAnswer(key string) (a RetryAnswer, found bool, err error)
 	// SaveRetryAnswer stores the first answer given under an Idempotency-Key.

@@ -69,8 +69,28 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 	if err != nil {
 		return Result{}, err
 	}
-	d := contracts.Decide(row, contracts.IncomingOf(env))
+	in := contracts.IncomingOf(env)
 	now := p.now()
+	d := contracts.Decide(row, in)
+	after := row
+	if d.Applied() {
+		after = d.Row
+	}
+	if contracts.MayChangeRun(row, after, in) {
+		// The row's run keeps its incremental state (Decide's answer when
+		// the event is of that run); a run taking over is folded.
+		base := after
+		if after.CorrelationID != row.CorrelationID {
+			base = row
+		}
+		derived, err := derive(tx, base, in, now)
+		if err != nil {
+			return Result{}, err
+		}
+		if !contracts.SameOutcome(after, derived) {
+			d = contracts.Rederived(row, derived, in)
+		}
+	}
 	raw, err := structured(env.Event)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode event %s: %w", id, err)
@@ -175,4 +195,38 @@ func structured(e *event.Event) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// derive settles the row from the PR's recorded events and in
+// (contracts.Derive): which run owns it, and that run's outcome. A recorded
+// event that no longer opens (recorded before a rule of the contract
+// tightened) is left out: it would not be accepted today. An event without
+// a time attribute (optional in CloudEvents) stands at the time the ledger
+// first recorded it, which every ledger reads the same.
+func derive(tx Tx, row contracts.Row, in contracts.Incoming, now time.Time) (contracts.Row, error) {
+	recs, err := tx.EventsOf(row.PRID)
+	if err != nil {
+		return contracts.Row{}, err
+	}
+	ins := make([]contracts.Incoming, 0, len(recs)+1)
+	for _, r := range recs {
+		ce, err := r.CloudEvent()
+		if err != nil {
+			continue
+		}
+		env, err := contracts.Open(ce)
+		if err != nil {
+			continue
+		}
+		rin := contracts.IncomingOf(env)
+		if rin.Time.IsZero() {
+			rin.Time = r.ReceivedAt
+		}
+		ins = append(ins, rin)
+	}
+	if in.Time.IsZero() {
+		in.Time = now
+	}
+	ins = append(ins, in)
+	return contracts.Derive(row, ins), nil
 }

@@ -7,7 +7,11 @@
 // It also holds the one-run-per-PR lock of DESIGN §4: a PR's lock is taken by
 // the run it validates and released only by that run's indexed event or its
 // failure at VALIDATING or MERGING; a merged event marks the PR merged for
-// good.
+// good. The lock follows the holder's current attempt, whichever step it is
+// in: a retry's replay (validated, for a retry at MERGING, which never
+// passes the validator's decision) moves it to the new attempt, and only a
+// failure of that attempt releases it — a slow step of an older attempt that
+// gives up late does not free the PR while the retry runs (Lock.After).
 //
 // This package is the domain only: pure decisions over facts that adapters
 // gather (validator/gitrefs reads branch heads, validator/sqlite stores

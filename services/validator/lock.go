@@ -4,12 +4,20 @@ import "github.com/prsaga/prsaga/contracts"
 
 // Lock is a PR's one-run lock (DESIGN §4). The zero value is a free lock of
 // a PR never merged.
+//
+// The lock follows its run's current attempt, whichever step that attempt is
+// in: a retry at MERGING replays validated without passing the validator, so
+// the lock consumer reads the replay and moves the lock to its attempt; a
+// release names the attempt that released, and only the current attempt (or
+// a later one) releases. A slow step of an old attempt that fails after a
+// retry took over therefore never frees the PR while the retry runs.
 type Lock struct {
 	// Holder is the correlation id of the run holding the lock; "" when free.
 	Holder string
-	// Attempt is the highest attempt of the holder that took the lock. A
-	// failure of an earlier attempt, delivered late, must not release the
-	// lock that a retry of the same run took again.
+	// Attempt is the holder's current attempt: the highest seen of the run
+	// that holds it. On a free lock it is the attempt that released it, so
+	// that a replay of that same attempt, redelivered after the release,
+	// does not take the lock again.
 	Attempt int
 	// Merged is true once the PR has been merged, for good.
 	Merged bool
@@ -35,42 +43,55 @@ func (l Lock) Take(run string, attempt int) (Lock, bool) {
 
 // After applies an event of the lock consumer to the lock and reports
 // whether it changed:
+//   - any event of the holder's run with a later attempt moves the lock to
+//     that attempt (a retry replays a step's trigger at attempt+1, and only
+//     a retry at VALIDATING passes the validator's own decision);
+//   - a replayed validated (a retry at MERGING) takes a free lock, unless
+//     the lock was released by that attempt or a later one: the merge is
+//     running again and no other run may be validated beside it;
 //   - merged marks the PR merged for good (whichever run merged it);
 //   - the holder's indexed releases the lock;
 //   - the holder's step_failed at VALIDATING or MERGING releases it, unless
-//     it is of an attempt older than the one that took the lock, or it is an
+//     it is of an attempt older than the lock's current attempt, or it is an
 //     in_progress / already_merged answer (those answer another request;
 //     they carry that request's run, so they cannot match the holder anyway
 //     — the code check is defence in depth);
 //   - timed_out never releases it: the step may still be working.
 func (l Lock) After(env contracts.Envelope) (Lock, bool) {
-	run := env.Meta.CorrelationID
+	run, attempt := env.Meta.CorrelationID, env.Meta.Attempt
+	changed := false
+	if l.Holder == run && attempt > l.Attempt {
+		l.Attempt, changed = attempt, true
+	}
 	switch p := env.Payload.(type) {
+	case *contracts.Validated:
+		if !l.Held() && env.Meta.ReplayOf != "" && attempt > l.Attempt {
+			l.Holder, l.Attempt = run, attempt
+			return l, true
+		}
 	case *contracts.Merged:
-		if l.Merged {
-			return l, false
+		if !l.Merged {
+			l.Merged, changed = true, true
 		}
-		l.Merged = true
-		return l, true
 	case *contracts.Indexed:
-		if l.Holder != run {
-			return l, false
+		if l.Holder == run {
+			return l.release(), true
 		}
-		return l.release(), true
 	case *contracts.StepFailed:
 		switch {
 		case l.Holder != run,
 			p.Step != contracts.StateValidating && p.Step != contracts.StateMerging,
 			p.Code == contracts.CodeInProgress || p.Code == contracts.CodeAlreadyMerged,
-			env.Meta.Attempt < l.Attempt:
-			return l, false
+			attempt < l.Attempt:
+		default:
+			return l.release(), true
 		}
-		return l.release(), true
 	}
-	return l, false
+	return l, changed
 }
 
+// release frees the lock; Attempt keeps the attempt that released it.
 func (l Lock) release() Lock {
-	l.Holder, l.Attempt = "", 0
+	l.Holder = ""
 	return l
 }

@@ -15,13 +15,20 @@ func envelope(corr string, attempt int, payload any) contracts.Envelope {
 	return contracts.Envelope{Event: &e, Meta: contracts.Meta{CorrelationID: corr, Attempt: attempt}, Payload: payload}
 }
 
+func replay(corr string, attempt int, payload any) contracts.Envelope {
+	e := envelope(corr, attempt, payload)
+	e.Meta.ReplayOf = "evt-0"
+	return e
+}
+
 func failed(step contracts.State, code string) *contracts.StepFailed {
 	return &contracts.StepFailed{Request: request(), Step: step, Code: code, Reason: "r"}
 }
 
 func TestLockAfter(t *testing.T) {
 	held := validator.Lock{Holder: run, Attempt: 2}
-	free := validator.Lock{}
+	free := validator.Lock{Attempt: 2} // released by attempt 2
+	never := validator.Lock{}
 	merged := validator.Lock{Merged: true}
 	heldMerged := validator.Lock{Holder: run, Attempt: 2, Merged: true}
 	for _, tc := range []struct {
@@ -35,7 +42,7 @@ func TestLockAfter(t *testing.T) {
 		{"holder indexed of an older attempt still releases (the run is done)", held, envelope(run, 1, &contracts.Indexed{}), free, true},
 		{"other run's indexed keeps", held, envelope(other, 2, &contracts.Indexed{}), held, false},
 		{"holder failed validating releases", held, envelope(run, 2, failed(contracts.StateValidating, contracts.CodeChecksFailed)), free, true},
-		{"holder failed merging releases", held, envelope(run, 3, failed(contracts.StateMerging, contracts.CodeConflict)), free, true},
+		{"holder failed merging in a later attempt releases", held, envelope(run, 3, failed(contracts.StateMerging, contracts.CodeConflict)), validator.Lock{Attempt: 3}, true},
 		{"holder failed notifying keeps", held, envelope(run, 2, failed(contracts.StateNotifying, contracts.CodeWebhookFailed)), held, false},
 		{"holder failed indexing keeps", held, envelope(run, 2, failed(contracts.StateIndexing, contracts.CodeIndexError)), held, false},
 		{"stale failure of an older attempt keeps", held, envelope(run, 1, failed(contracts.StateMerging, contracts.CodeConflict)), held, false},
@@ -44,10 +51,20 @@ func TestLockAfter(t *testing.T) {
 		{"already_merged answer keeps", heldMerged, envelope(run, 2, failed(contracts.StateValidating, contracts.CodeAlreadyMerged)), heldMerged, false},
 		{"timed out keeps", held, envelope(run, 2, &contracts.TimedOut{Step: contracts.StateMerging}), held, false},
 		{"merged marks merged", held, envelope(run, 2, &contracts.Merged{}), heldMerged, true},
-		{"merged of another run marks merged", free, envelope(other, 1, &contracts.Merged{}), merged, true},
+		{"merged of another run marks merged", never, envelope(other, 1, &contracts.Merged{}), merged, true},
 		{"merged again changes nothing", merged, envelope(run, 1, &contracts.Merged{}), merged, false},
-		{"indexed after merged keeps merged", heldMerged, envelope(run, 2, &contracts.Indexed{}), merged, true},
+		{"indexed after merged keeps merged", heldMerged, envelope(run, 2, &contracts.Indexed{}), validator.Lock{Attempt: 2, Merged: true}, true},
 		{"validated changes nothing", held, envelope(run, 2, &contracts.Validated{}), held, false},
+		// The lock follows the run's current attempt (issue 14 item 3).
+		{"holder's replayed validated moves the lock to its attempt", held, replay(run, 3, &contracts.Validated{}), validator.Lock{Holder: run, Attempt: 3}, true},
+		{"holder's timeout of a later attempt moves the lock", held, envelope(run, 3, &contracts.TimedOut{Step: contracts.StateMerging}), validator.Lock{Holder: run, Attempt: 3}, true},
+		{"holder's failure at NOTIFYING of a later attempt moves the lock", held, envelope(run, 3, failed(contracts.StateNotifying, contracts.CodeWebhookFailed)), validator.Lock{Holder: run, Attempt: 3}, true},
+		{"after the move, the old attempt's failure keeps", validator.Lock{Holder: run, Attempt: 3}, envelope(run, 2, failed(contracts.StateMerging, contracts.CodeConflict)), validator.Lock{Holder: run, Attempt: 3}, false},
+		{"replayed validated takes a lock its older attempt released", free, replay(run, 3, &contracts.Validated{}), validator.Lock{Holder: run, Attempt: 3}, true},
+		{"replayed validated of the releasing attempt keeps it free", free, replay(run, 2, &contracts.Validated{}), free, false},
+		{"replayed validated does not take a lock held by another run", held, replay(other, 5, &contracts.Validated{}), held, false},
+		{"validated that is not a replay does not take a free lock", free, envelope(other, 3, &contracts.Validated{}), free, false},
+		{"other run's later attempt changes nothing", held, envelope(other, 9, &contracts.TimedOut{Step: contracts.StateMerging}), held, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, changed := tc.lock.After(tc.env)

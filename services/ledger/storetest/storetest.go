@@ -275,6 +275,15 @@ func testHistory(t *testing.T, open Opener) {
 		if err != nil || !ok || e.EventID != "e3" {
 			return fmt.Errorf("LatestEvent in a transaction = %+v, %v, %v; want e3", e, ok, err)
 		}
+		// What the projection folds when runs compete: every run's events.
+		all, err := tx.EventsOf(pr)
+		if err != nil || len(all) != 4 || all[0].EventID != "e1" || all[3].EventID != "e4" || all[3].CorrelationID != "run-2" ||
+			!strings.Contains(string(all[1].Event), `"e2"`) {
+			return fmt.Errorf("EventsOf in a transaction = %+v, %v; want e1..e4 of both runs, oldest first", all, err)
+		}
+		if none, err := tx.EventsOf("acme/none#1"); err != nil || len(none) != 0 {
+			return fmt.Errorf("EventsOf an unknown PR = %+v, %v; want none", none, err)
+		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)

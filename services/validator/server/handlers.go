@@ -107,8 +107,8 @@ func (s *Server) readState(tx store.Tx, f *validator.Facts) error {
 	return err
 }
 
-// onLockEvent applies merged, indexed, step_failed and timed_out to the
-// PR's lock (validator.Lock.After has the rules).
+// onLockEvent applies validated, merged, indexed, step_failed and timed_out
+// to the PR's lock (validator.Lock.After has the rules).
 func (s *Server) onLockEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
 	prID := env.Req().PRID
 	return func(tx store.Tx) error {

@@ -109,7 +109,8 @@ func New(opts Options) (*Server, error) {
 // Spec is the validator's consumers for service.Start: merge requests
 // (a step consumer: it gives up after MaxDeliver with retries_exhausted at
 // VALIDATING) and the lock events (never gives up: a lost release would
-// block the PR for good).
+// block the PR for good). The lock events include validated: a retry at
+// MERGING replays it, and the lock must move to the retry's attempt.
 func (s *Server) Spec() service.Spec {
 	return service.Spec{
 		Name: contracts.ServiceValidator,
@@ -126,7 +127,7 @@ func (s *Server) Spec() service.Spec {
 			Spec: bus.ConsumerSpec{
 				Durable: contracts.ConsumerValidatorLock,
 				Subjects: []string{
-					contracts.SubjectMerged, contracts.SubjectIndexed,
+					contracts.SubjectMergeValidated, contracts.SubjectMerged, contracts.SubjectIndexed,
 					contracts.SubjectStepFailed, contracts.SubjectTimedOut,
 				},
 			},
