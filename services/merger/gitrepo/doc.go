@@ -17,8 +17,10 @@
 // virtual base, the merge of its merge bases, as git's merge-ort does
 // (virtualbase.go); bases that do not merge cleanly, or more than two, are
 // a conflict. It never guesses: where git's own merge (merge-ort) might
-// reach a different clean result — renames (a rename on one side and a
-// change on the other is refused, naming the possible new name), a
+// reach a different clean result — renames (an exact rename on one side
+// is merged with a change on the other where git's pairing is certain,
+// renamemerge.go; any other rename meeting a change is refused, naming
+// the possible new name), a
 // directory one side removed and the other adds to, symlink and submodule
 // changes on both sides, unusual file modes, line changes whose alignment
 // a diff could choose differently, binary files, files too large to merge
