@@ -2,6 +2,8 @@ package gitrepo
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -47,6 +49,9 @@ func TestMergeCompatibilityCases(t *testing.T) {
 		{scenario{"rename into a new directory with a mode change, edit on the other", base,
 			with(base, map[string]file{"p": {}, "n/m/q": exe(numbered)}),
 			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n")), "t": reg("t\n")})}, clean, ""},
+		{scenario{"rename into a directory the other side moved away, edit on the other", with(base, map[string]file{"d/x": reg("x\n" + numbered), "d/y": reg("y\n" + numbered)}),
+			with(base, map[string]file{"p": {}, "d/q": reg(numbered), "d/x": reg("x\n" + numbered), "d/y": reg("y\n" + numbered)}),
+			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n")), "e/x": reg("x\n" + numbered), "e/y": reg("y\n" + numbered)})}, conflict, ""},
 		{scenario{"rename on one side, mode change on the other", base,
 			with(base, map[string]file{"p": {}, "q": reg(numbered)}),
 			with(base, map[string]file{"p": exe(numbered)})}, clean, ""},
@@ -149,4 +154,108 @@ func TestMergeCompatibilityCases(t *testing.T) {
 		t.Logf("%-75s %s (git clean %v) %s", c.name, map[bool]string{true: "merged", false: "conflict"}[o.tree != ""], o.gitClean, reason)
 	}
 	f.fsck()
+}
+
+// TestExactRenamesNeverWrong: random histories of renames (files, whole
+// directories), edits, deletions and additions on both sides, merged by
+// Merge and by git merge-tree: a clean merge is git's tree, never a clean
+// merge where git conflicts.
+func TestExactRenamesNeverWrong(t *testing.T) {
+	const n = 300
+	rnd := rand.New(rand.NewPCG(20251201, 99))
+	dirs := []string{"", "d/", "e/", "f/", "d/g/"}
+	names := []string{"a", "b", "c", "x"}
+	f := newFixture(t)
+	counter := 0
+	content := func(tag string) file {
+		counter++
+		var b strings.Builder
+		for i := range 8 {
+			fmt.Fprintf(&b, "%s %d line %d\n", tag, counter, i)
+		}
+		return reg(b.String())
+	}
+	mutate := func(tr map[string]file, who string) map[string]file {
+		tr = with(tr, nil)
+		for range 1 + rnd.IntN(3) {
+			var paths []string
+			for p := range tr {
+				paths = append(paths, p)
+			}
+			sort.Strings(paths)
+			p := paths[rnd.IntN(len(paths))]
+			switch rnd.IntN(6) {
+			case 0, 1: // rename a file
+				q := dirs[rnd.IntN(len(dirs))] + names[rnd.IntN(len(names))] + "2"
+				if _, taken := tr[q]; !taken && !collides(tr, q) {
+					tr[q] = tr[p]
+					delete(tr, p)
+				}
+			case 2: // move a whole directory
+				from, to := dirs[1+rnd.IntN(len(dirs)-1)], dirs[1+rnd.IntN(len(dirs)-1)]
+				if from == to || strings.HasPrefix(to, from) || strings.HasPrefix(from, to) {
+					continue
+				}
+				moved := with(tr, nil)
+				ok := true
+				for q, fl := range tr {
+					if strings.HasPrefix(q, from) {
+						delete(moved, q)
+						nq := to + strings.TrimPrefix(q, from)
+						if _, taken := moved[nq]; taken {
+							ok = false
+						}
+						moved[nq] = fl
+					}
+				}
+				if ok {
+					tr = moved
+				}
+			case 3:
+				tr[p] = content(who)
+			case 4:
+				if len(tr) > 1 {
+					delete(tr, p)
+				}
+			default:
+				q := dirs[rnd.IntN(len(dirs))] + names[rnd.IntN(len(names))]
+				if _, taken := tr[q]; !taken && !collides(tr, q) {
+					tr[q] = content(who)
+				}
+			}
+		}
+		return tr
+	}
+	var scs []scenario
+	for i := range n {
+		base := map[string]file{}
+		for _, d := range dirs {
+			for _, nm := range names[:1+rnd.IntN(len(names))] {
+				if rnd.IntN(3) > 0 {
+					base[d+nm] = content("base")
+				}
+			}
+		}
+		base["keep"] = reg("keep\n")
+		scs = append(scs, scenario{name: fmt.Sprintf("renames %d", i), base: base, ours: mutate(base, "ours"), theirs: mutate(base, "theirs")})
+	}
+	var same, refused, both int
+	for i, o := range runScenarios(f, scs) {
+		if !checkNeverWrong(t, scs[i].name, o) {
+			t.Logf("%s:\n base   %v\n ours   %v\n theirs %v", scs[i].name, scs[i].base, scs[i].ours, scs[i].theirs)
+			continue
+		}
+		switch {
+		case o.tree != "":
+			same++
+		case o.gitClean:
+			refused++
+		default:
+			both++
+		}
+	}
+	t.Logf("%d histories: %d as git, %d refused where git merges, %d conflicts for both", n, same, refused, both)
+	if same < n/3 {
+		t.Errorf("only %d of %d merged", same, n)
+	}
 }

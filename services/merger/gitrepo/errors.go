@@ -40,7 +40,7 @@ var (
 // ConflictError is the ErrConflict a merge returns: the conflicting paths
 // (sorted, at most MaxConflictPaths) and a human sentence saying why.
 // Paths is empty when the histories themselves cannot be merged (no merge
-// base, or several).
+// base; more than two merge bases, or two that do not merge cleanly).
 type ConflictError struct {
 	Paths  []string
 	Reason string

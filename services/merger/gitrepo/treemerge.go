@@ -126,6 +126,11 @@ func (m *treeMerge) mergeDir(dir string, b, o, t plumbing.Hash, removed removedB
 // mergeEntry merges one path's three versions.
 func (m *treeMerge) mergeEntry(p string, b, o, t entry, removed removedBy) (entry, error) {
 	if fx, ok := m.fixes[p]; ok {
+		if fx.isNew && removed != removedByNone && !b.present() {
+			// git may move it with the directory the other side renamed.
+			m.conflict(p, "renamed into a directory the other side removed (possible directory rename)")
+			return entry{}, nil
+		}
 		return fx.new, nil
 	}
 	if m.fixDirs[p] && o != t {
