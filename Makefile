@@ -10,7 +10,7 @@ TEST_TIMEOUT ?= 20m
 FUZZTIME_SHORT ?= 10000x
 FUZZTIME ?= 1m
 
-.PHONY: test quick vet build demo dev tidy fmt fuzz fuzz-short
+.PHONY: test quick vet build demo demo-stay dev tidy fmt fuzz fuzz-short
 
 test: vet
 	@set -e; for m in $(MODULES); do echo "== go test -race $$m"; (cd $$m && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...); done
@@ -51,6 +51,9 @@ build:
 
 demo: build
 	./bin/prsaga demo
+
+demo-stay: build  # the demo, then its dashboard stays up until Ctrl-C
+	./bin/prsaga demo --stay
 
 dev: build
 	./bin/prsaga dev
