@@ -150,6 +150,9 @@ type Stats struct {
 	Window StepWindow `json:"steps_window"`
 	// DLQMessages counts what stream PRSAGA_DLQ holds; nil when unknown.
 	DLQMessages *uint64 `json:"dlq_messages,omitempty"`
+	// Recent are the window's transitions themselves (newest first), for
+	// the dashboard's charts; not part of the API answer.
+	Recent []StepRow `json:"-"`
 }
 
 // StepWindow bounds the history that step durations are computed from:
