@@ -122,7 +122,7 @@ func (a *API) overview(ctx context.Context, st ledger.Stats, on contracts.State,
 }
 
 func pipelineOf(counts map[contracts.State]int, failed []ledger.Saga, on contracts.State) pipeline {
-	p := pipeline{W: 980, H: 250, Sample: len(failed), Failed: counts[contracts.StateMergeFailed]}
+	p := pipeline{W: 980, H: 230, Sample: len(failed), Failed: counts[contracts.StateMergeFailed]}
 	byStep := map[contracts.State]map[string]int{}
 	for _, s := range failed {
 		code, _, _ := strings.Cut(s.LastError, ":")
@@ -240,7 +240,7 @@ func durationsChart(steps map[contracts.State]ledger.StepStats) durChart {
 	for _, s := range contracts.Steps {
 		maxMs = max(maxMs, steps[s].P99Ms)
 	}
-	const labelW, plot = 130, 700
+	const labelW, plot = 130, 560
 	for i, s := range contracts.Steps {
 		ss := steps[s]
 		b := durBar{Y: 10 + i*34, Label: string(s), Count: ss.Count, LabelX: 0,
