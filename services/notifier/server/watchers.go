@@ -63,7 +63,7 @@ func (s *Server) putWatchers(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !s.opts.AllowPrivate {
-			if err := webhook.CheckPublic(r.Context(), x.URL); err != nil {
+			if err := webhook.CheckPublic(r.Context(), x.URL, s.opts.LookupIP); err != nil {
 				httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: %s", i, err))
 				return
 			}

@@ -14,14 +14,24 @@ import (
 // private addresses; errors name it because that is what an operator sets.
 const AllowPrivateEnv = "PRSAGA_WEBHOOK_ALLOW_PRIVATE"
 
+// LookupIP resolves a host name to its addresses.
+type LookupIP func(ctx context.Context, host string) ([]netip.Addr, error)
+
+func systemLookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
 // CheckPublic refuses a watcher URL whose host is not public when it is
 // put, so an operator learns it at once rather than from a failed delivery:
 // an IP literal is checked as is, "localhost" names are loopback, and any
-// other name is resolved (briefly) and refused when it resolves to a
+// other name is resolved (briefly, with lookup; nil: the system resolver) and refused when it resolves to a
 // non-public address. A name that does not resolve now is accepted: the
 // dial-time guard still checks every address actually dialled. The error
 // never quotes the URL.
-func CheckPublic(ctx context.Context, raw string) error {
+func CheckPublic(ctx context.Context, raw string, lookup LookupIP) error {
+	if lookup == nil {
+		lookup = systemLookup
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("%w: cannot be parsed", ErrBadURL)
@@ -41,7 +51,7 @@ func CheckPublic(ctx context.Context, raw string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	addrs, err := lookup(ctx, host)
 	if err != nil {
 		return nil
 	}
