@@ -34,7 +34,7 @@ func cmdDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		return exitUsage
 	}
 	listens := [][2]string{{cfg.HTTPAddr, "--http / PRSAGA_HTTP_ADDR"}}
-	if cfg.NATSURL == "" {
+	if cfg.NATSURL == "" && cfg.NATSListen != "-" { // "-": in process only, no listener
 		listens = append(listens, [2]string{cfg.NATSListen, "--nats-listen / PRSAGA_NATS_LISTEN"})
 	}
 	for _, l := range listens {
