@@ -10,7 +10,7 @@ TEST_TIMEOUT ?= 20m
 FUZZTIME_SHORT ?= 10000x
 FUZZTIME ?= 1m
 
-.PHONY: test quick vet build demo dev tidy fmt fuzz fuzz-short merge-sweep
+.PHONY: test quick vet build demo demo-stay dev tidy fmt fuzz fuzz-short merge-sweep
 
 # The merger's differential corpus (gitrepo TestMergeCorpus) writes its
 # figures per kind here; go test hides a passing package's log, so test
@@ -66,6 +66,9 @@ build:
 
 demo: build
 	./bin/prsaga demo
+
+demo-stay: build  # the demo, then its dashboard stays up until Ctrl-C
+	./bin/prsaga demo --stay
 
 dev: build
 	./bin/prsaga dev

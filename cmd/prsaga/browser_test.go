@@ -160,6 +160,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	if counts := text(t, ctx, "#counts"); !strings.Contains(counts, "MERGED (1)") || !strings.Contains(counts, "MERGE_FAILED (1)") {
 		t.Fatalf("counts: %q", counts)
 	}
+	checkOverview(t, ctx)
+	screenshot(t, ctx, "dashboard-overview.png")
+	// Click the failure branch of the picture: the table lists the failed.
+	do(t, ctx, "click the picture's failure branch", chromedp.Click(chromedp.CSS(`#pipeline a.pipe-fail`)),
+		chromedp.WaitReady(chromedp.CSS(`#f-state option[value="MERGE_FAILED"][selected]`)))
+	if table := text(t, ctx, "#sagas"); !strings.Contains(table, failing) || strings.Contains(table, clean) {
+		t.Fatalf("table after clicking the picture: %q", table)
+	}
 	// Filter by state with the form.
 	do(t, ctx, "filter by state",
 		chromedp.SetValue(chromedp.CSS("#f-state"), "MERGE_FAILED"),
@@ -180,6 +188,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if failure := text(t, ctx, "#failure"); !strings.Contains(failure, "Failed at NOTIFYING") || !strings.Contains(failure, "webhook_failed") {
 		t.Fatalf("failure box: %q", failure)
 	}
+	checkSagaPage(t, ctx, s.CorrelationID)
 	screenshot(t, ctx, "dashboard-failed.png")
 
 	// The receiver is back: retry from the dashboard.
@@ -204,6 +213,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if tl := text(t, ctx, "#timeline"); !strings.Contains(tl, "by local") || !strings.Contains(tl, "INDEXING") {
 		t.Fatalf("timeline after the retry: %q", tl)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('#gantt .retry-link').length`); n != 1 {
+		t.Errorf("the Gantt timeline draws %d retry links, want 1", n)
 	}
 	screenshot(t, ctx, "dashboard-merged.png")
 	if h.ok.Load() != 1 {

@@ -30,11 +30,12 @@ func clientFlags(name string, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return nil, nil, false, parseError(err, stderr)
 	}
-	return client.New(strings.TrimRight(cfg.APIURL, "/"), cfg.ClientToken()), pos, *asJSON, -1
+	return client.New(apiURLOf(fs, getenv, cfg), cfg.ClientToken()), pos, *asJSON, -1
 }
 
 func apiFailed(stderr io.Writer, verb string, err error) int {
 	fmt.Fprintf(stderr, "prsaga %s: %v\n", verb, err)
+	refusedHint(stderr, err, "--api / PRSAGA_API_URL (or --data to the directory `prsaga dev` runs in)")
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Status == 404 {
 		return exitFailed
@@ -67,7 +68,7 @@ func cmdMerge(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	r.PRID = contracts.PRID(r.Repo, r.PRNumber)
 	if err := r.Validate(); err != nil {
-		fmt.Fprintf(stderr, "prsaga merge: %v\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		fmt.Fprintf(stderr, "prsaga merge: %s\nrun `prsaga merge --help` for its flags\n", strings.Join(flagProblems(err), "; "))
 		return exitUsage
 	}
 	acc, err := c.Merge(ctx, r)
@@ -89,7 +90,7 @@ func cmdMerge(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintf(stderr, "prsaga merge: %v\n", err)
 		return exitTimeout
 	}
-	printSaga(stdout, s, asJSON)
+	printSaga(stdout, s, asJSON, retryHint(ctx, c, s))
 	if s.State != string(contracts.StateMerged) {
 		return exitFailed
 	}
@@ -121,7 +122,7 @@ func cmdStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return apiFailed(stderr, "status", err)
 	}
-	printSaga(stdout, s, asJSON)
+	printSaga(stdout, s, asJSON, retryHint(ctx, c, s))
 	return exitOK
 }
 
@@ -204,7 +205,8 @@ func dash(s string) string {
 	return s
 }
 
-func printSaga(w io.Writer, s client.Saga, asJSON bool) {
+// printSaga prints one saga; hint is the retry that will work (retryHint).
+func printSaga(w io.Writer, s client.Saga, asJSON bool, hint string) {
 	if asJSON {
 		printJSON(w, s)
 		return
@@ -224,13 +226,16 @@ func printSaga(w io.Writer, s client.Saga, asJSON bool) {
 	if target == "" {
 		target = "the target branch"
 	}
-	if s.Merged {
+	switch {
+	case s.Merged && s.AlreadyMerged:
+		fmt.Fprintf(w, "  the code IS merged into %s at %s — it was already there before this run (nothing new was merged)\n", target, s.MergeSHA)
+	case s.Merged:
 		fmt.Fprintf(w, "  the code IS merged into %s at %s\n", target, s.MergeSHA)
-	} else {
+	default:
 		fmt.Fprintf(w, "  the code is NOT merged into %s\n", target)
 	}
-	if s.State == string(contracts.StateMergeFailed) {
-		fmt.Fprintf(w, "  retry: prsaga retry %s\n", s.PRID)
+	if hint != "" {
+		fmt.Fprintf(w, "  next: %s\n", hint)
 	}
 	if s.LastError != "" {
 		fmt.Fprintf(w, "  last error: %s\n", s.LastError)

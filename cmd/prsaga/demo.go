@@ -67,6 +67,7 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 	fs, load := newFlags("demo", getenv, stderr)
 	keep := fs.Bool("keep", false, "keep the temp dir (logs, databases, repositories)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up on a scenario after this long")
+	stay := fs.Bool("stay", false, "keep the stack and its dashboard up after the scenarios, until interrupted (Ctrl-C)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return parseError(err, stderr)
 	}
@@ -121,8 +122,12 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 			return exitFailed
 		}
 	}
-	fmt.Fprintf(stdout, "prsaga demo: %d scenarios, dashboard %s/ (step timeouts %v, watchdog every %s)\n\n",
-		len(scenarios), st.main.URL, cfg.StepTimeouts, cfg.WatchdogInterval)
+	up2 := "up until the demo ends; `prsaga demo --stay` keeps it up afterwards"
+	if *stay {
+		up2 = "stays up after the scenarios until Ctrl-C"
+	}
+	fmt.Fprintf(stdout, "prsaga demo: %d scenarios, dashboard %s/ (%s; step timeouts %v, watchdog every %s)\n\n",
+		len(scenarios), st.main.URL, up2, cfg.StepTimeouts, cfg.WatchdogInterval)
 	failed := 0
 	for _, sc := range scenarios {
 		if !runScenario(ctx, c, sc, *timeout, stdout) {
@@ -136,6 +141,12 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return exitFailed
 	}
 	fmt.Fprintf(stdout, "\nall %d scenarios ended as expected\n", len(scenarios))
+	if *stay {
+		fmt.Fprintf(stdout, "dashboard: %s/ — up until Ctrl-C\n", st.main.URL)
+		<-ctx.Done()
+	} else {
+		fmt.Fprintln(stdout, "(the dashboard stopped with the demo: `make demo-stay` or `prsaga demo --stay` keeps it up)")
+	}
 	return exitOK
 }
 

@@ -33,6 +33,16 @@ func cmdDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	if !armFaults("dev", getenv, stderr) {
 		return exitUsage
 	}
+	listens := [][2]string{{cfg.HTTPAddr, "--http / PRSAGA_HTTP_ADDR"}}
+	if cfg.NATSURL == "" && cfg.NATSListen != "-" { // "-": in process only, no listener
+		listens = append(listens, [2]string{cfg.NATSListen, "--nats-listen / PRSAGA_NATS_LISTEN"})
+	}
+	for _, l := range listens {
+		if err := checkListen(l[0], l[1]); err != nil {
+			fmt.Fprintf(stderr, "prsaga dev: %v\n", err)
+			return exitFailed
+		}
+	}
 	opts := stack.Options{Config: cfg}
 	if !*quiet {
 		opts.LogStdout = stdout
@@ -44,6 +54,15 @@ func cmdDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	defer st.Stop()
 	warnUnknownFaults(st)
+	natsURL := cfg.NATSURL
+	if st.NATS != nil {
+		natsURL = st.NATS.Addr()
+	}
+	if err := writeDevInfo(cfg.DataDir, devInfo{APIURL: st.URL, NATSURL: natsURL, PID: os.Getpid()}); err != nil {
+		fmt.Fprintf(stderr, "prsaga dev: cannot record where it listens (client verbs need --api): %v\n", err)
+	} else {
+		defer os.Remove(filepath.Join(cfg.DataDir, devInfoFile))
+	}
 	fmt.Fprintf(stderr, "prsaga dev: dashboard %s/   NATS %s   data %s   repos %s   logs %s\n",
 		st.URL, st.NATS.Addr(), cfg.DataDir, cfg.ReposDir, cfg.LogDir)
 	<-ctx.Done()

@@ -97,6 +97,19 @@ func cmdDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		fmt.Fprintln(stderr, use)
 		return exitUsage
 	}
+	if strings.HasPrefix(args[0], "-") {
+		// dlq --help (or a flag before the verb): help, without connecting.
+		fs, _ := newFlags("dlq", getenv, stderr)
+		fs.Bool("json", false, "print JSON")
+		fs.String("consumer", "", "only the dead letters of this consumer (list, redrive --all)")
+		fs.Int("limit", 100, "list at most this many, oldest first")
+		fs.Bool("all", false, "redrive every dead letter (of --consumer, if given)")
+		if _, err := parseInterspersed(fs, args); err != nil {
+			return parseError(err, stderr)
+		}
+		fmt.Fprintln(stderr, use)
+		return exitUsage
+	}
 	verb := args[0]
 	fs, load := newFlags("dlq "+verb, getenv, stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -115,16 +128,14 @@ func cmdDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		fmt.Fprintf(stderr, "prsaga dlq: --consumer %q is not a consumer name\n", *consumer)
 		return exitUsage
 	}
-	url := cfg.NATSURL
-	if url == "" {
-		url = "nats://" + cfg.NATSListen
-	}
+	url := natsURLOf(fs, getenv, cfg)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	b, err := bus.Connect(ctx, bus.Config{URL: url, Name: "prsaga-dlq", CredsFile: cfg.NATSCreds,
 		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey})
 	if err != nil {
 		fmt.Fprintf(stderr, "prsaga dlq: %v\n", err)
+		refusedHint(stderr, err, "--nats-url / PRSAGA_NATS_URL (or --data to the directory `prsaga dev` runs in)")
 		return exitFailed
 	}
 	defer b.Close()

@@ -11,11 +11,20 @@ import (
 
 // parseInterspersed parses flags that may follow positional arguments
 // (`prsaga status acme/widgets#42 --json`) and returns the positionals.
+// The flag package's own printing is silenced: --help prints the verb's
+// help (helpFor), a bad flag comes back as a usageError, printed once.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	defer fs.SetOutput(out)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				printHelp(out, fs)
+				return nil, err
+			}
+			return nil, usageError{verb: fs.Name(), err: err}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -25,6 +34,19 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		args = args[1:]
 	}
 }
+
+// usageError is a bad flag: the one problem and where to get help, not the
+// whole flag list.
+type usageError struct {
+	verb string // "prsaga merge"
+	err  error
+}
+
+func (e usageError) Error() string {
+	return fmt.Sprintf("%s: %v\nrun `%s --help` for its flags", e.verb, e.err, e.verb)
+}
+
+func (e usageError) Unwrap() error { return e.err }
 
 // newFlags returns a flag set bound to the configuration.
 func newFlags(name string, getenv func(string) string, stderr io.Writer) (*flag.FlagSet, func() (config.Config, error)) {
@@ -37,6 +59,11 @@ func newFlags(name string, getenv func(string) string, stderr io.Writer) (*flag.
 func parseError(err error, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, ue.Error())
+		return exitUsage
 	}
 	fmt.Fprintf(stderr, "prsaga: %v\n", err)
 	return exitUsage

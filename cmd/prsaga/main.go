@@ -39,7 +39,7 @@ usage: prsaga <command> [arguments] [flags]
   list                list sagas [--state S] [--repo R] [--stuck] [--limit N]
   history <pr>        show a saga's transitions (time, time in state, who)
   retry <pr>          retry a failed saga: replay its failed step's trigger [--dry-run] [--force] [--wait D]
-  trace <corr-id>     one timeline of a run from every service's log lines and the ledger, with step
+  trace <corr-id|pr>  one timeline of a run from every service's log lines and the ledger, with step
                       durations and gaps [--logs DIR] [--json] [--follow] [--gap D]
   dlq list|show|redrive  dead letters on NATS: list [--consumer C], show <seq>, redrive <seq>...|--all
   reindex             rebuild the search index from the stream's notified events (stop the indexer first)
@@ -49,10 +49,13 @@ usage: prsaga <command> [arguments] [flags]
                       with git merge-tree; writes nothing (--git-dir DIR [--sample N] [--seed S])
   bench               run a benchmark workload (--workload W1|W2 --prs N --concurrency C --repos R --mode inproc|procs)
 
-Every command takes --help. Configuration: PRSAGA_* environment variables, each also a flag.
+Every command takes --help (or: prsaga help <command>). Configuration: PRSAGA_* environment variables, each also a flag.
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "help" {
+		args = []string{args[1], "--help"} // prsaga help merge = prsaga merge --help
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -76,7 +79,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "prsaga: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "prsaga: unknown command %q\nrun `prsaga help` for the commands\n", args[0])
 		return exitUsage
 	}
 	return cmd(ctx, args[1:], getenv, stdout, stderr)

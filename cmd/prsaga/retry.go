@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
@@ -34,7 +35,8 @@ func cmdRetry(ctx context.Context, args []string, getenv func(string) string, st
 	r, err := c.Retry(ctx, pr, o)
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Status == 409 {
-		fmt.Fprintf(stderr, "prsaga retry: %s cannot be retried: %s\n", pr, ae.Message)
+		// The API names its parameter (force=true); here it is a flag.
+		fmt.Fprintf(stderr, "prsaga retry: %s cannot be retried: %s\n", pr, strings.ReplaceAll(ae.Message, "retry with force=true", "run: prsaga retry "+shellQuote(pr)+" --force"))
 		return exitFailed
 	}
 	if err != nil {
@@ -62,7 +64,7 @@ func cmdRetry(ctx context.Context, args []string, getenv func(string) string, st
 		return exitTimeout
 	}
 	if !asJSON {
-		printSaga(stdout, s, false)
+		printSaga(stdout, s, false, retryHint(ctx, c, s))
 	}
 	if s.State != string(contracts.StateMerged) {
 		return exitFailed

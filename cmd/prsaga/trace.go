@@ -74,8 +74,20 @@ func cmdTrace(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return parseError(err, stderr)
 	}
+	api := client.New(apiURLOf(fs, getenv, cfg), cfg.ClientToken())
+	if len(pos) == 1 && contracts.ValidateEventID(pos[0]) != nil {
+		// A PR id names its latest run.
+		if _, _, err := contracts.ParsePRID(pos[0]); err == nil {
+			s, err := api.Saga(ctx, pos[0])
+			if err != nil {
+				return apiFailed(stderr, "trace", err)
+			}
+			fmt.Fprintf(stderr, "prsaga trace: the latest run of %s is %s\n", s.PRID, s.CorrelationID)
+			pos[0] = s.CorrelationID
+		}
+	}
 	if len(pos) != 1 || contracts.ValidateEventID(pos[0]) != nil {
-		fmt.Fprintln(stderr, "prsaga trace: name one correlation id (the id of the run's requested event)")
+		fmt.Fprintln(stderr, "prsaga trace: name one correlation id (the id of the run's requested event) or a PR, e.g. 'acme/widgets#42' (its latest run)")
 		return exitUsage
 	}
 	if o.poll <= 0 || o.gap <= 0 {
@@ -89,7 +101,7 @@ func cmdTrace(ctx context.Context, args []string, getenv func(string) string, st
 			o.logs = filepath.Join(cfg.DataDir, "logs")
 		}
 	}
-	src := &traceSource{api: client.New(strings.TrimRight(cfg.APIURL, "/"), cfg.ClientToken()), logs: newLogReader(o.logs, o.id), id: o.id}
+	src := &traceSource{api: api, logs: newLogReader(o.logs, o.id), id: o.id}
 	if o.follow {
 		return followTrace(ctx, src, o, stdout, stderr)
 	}

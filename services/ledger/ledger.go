@@ -89,6 +89,10 @@ type Saga struct {
 	// TargetBranch is the branch the run merges into (from the run's
 	// events); filled in for a single saga.
 	TargetBranch string `json:"target_branch,omitempty"`
+	// AlreadyMerged: the current run's merge found the PR's work already
+	// in the target (merged before this run; nothing was written). From
+	// the run's merged event; filled in for a single saga.
+	AlreadyMerged bool `json:"already_merged,omitempty"`
 	// Transitions is the PR's history, oldest first; filled in for a
 	// single saga, left out of lists.
 	Transitions []Transition `json:"transitions,omitempty"`
@@ -155,6 +159,9 @@ type Stats struct {
 	Window StepWindow `json:"steps_window"`
 	// DLQMessages counts what stream PRSAGA_DLQ holds; nil when unknown.
 	DLQMessages *uint64 `json:"dlq_messages,omitempty"`
+	// Recent are the window's transitions themselves (newest first), for
+	// the dashboard's charts; not part of the API answer.
+	Recent []StepRow `json:"-"`
 }
 
 // StepWindow bounds the history that step durations are computed from:

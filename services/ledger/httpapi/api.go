@@ -132,6 +132,12 @@ func (a *API) getSaga(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Stuck = a.Timeouts.Stuck(s, a.now())
+	if s.Merged {
+		// Bounded: one run's events (ledger MaxEvents).
+		if run, err := a.Sagas.Run(r.Context(), s.CorrelationID); err == nil {
+			s.AlreadyMerged = factsOf(run.Events, s.CorrelationID).AlreadyMerged
+		}
+	}
 	httpx.WriteJSON(w, http.StatusOK, s)
 }
 

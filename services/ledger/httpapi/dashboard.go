@@ -33,7 +33,7 @@ func parsePage(name string) *template.Template {
 		"fmtTime":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 		"fmtClock":   func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 	}
-	return template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name))
+	return template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/part_*.html", "templates/"+name))
 }
 
 // frame is what the layout of every page shows.
@@ -81,6 +81,8 @@ type dashboardPage struct {
 	Steps   []stepRow
 	Window  ledger.StepWindow
 	DLQ     *uint64
+	// Overview is the pipeline picture and the charts (overview.go).
+	Overview overview
 }
 
 // dashboard shows counts per state and step durations, and lists sagas,
@@ -102,7 +104,12 @@ func (a *API) dashboard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.markStuck(page.Sagas)
-	p := dashboardPage{frame: a.frame(r, "Sagas", true), State: f.State, Repo: f.Repo, Stuck: f.Stuck,
+	ov, err := a.overview(r.Context(), st, f.State, r.URL.Query().Get("range"), a.now())
+	if err != nil {
+		a.failPage(w, r, err)
+		return
+	}
+	p := dashboardPage{Overview: ov, frame: a.frame(r, "Sagas", true), State: f.State, Repo: f.Repo, Stuck: f.Stuck,
 		States: contracts.States, Sagas: page.Sagas, Window: st.Window, DLQ: st.DLQMessages}
 	stuck := ""
 	if f.Stuck {

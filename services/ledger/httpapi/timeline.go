@@ -30,6 +30,13 @@ type timelinePage struct {
 	// TraceID is the OpenTelemetry trace of the current run ("" when its
 	// events carry no trace context).
 	TraceID string
+	// Facts are what the run's events add (runfacts.go); Gantt draws the
+	// transitions (gantt.go).
+	Facts runFacts
+	Gantt gantt
+	// FixReceiver: the failure is a webhook delivery: fixing the receiver
+	// comes before the retry.
+	FixReceiver bool
 }
 
 // timeline shows one PR's saga: where it is, whether the code is merged,
@@ -53,7 +60,10 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) {
 	now := a.now()
 	s.Stuck = a.Timeouts.Stuck(s, now)
 	p := timelinePage{frame: a.frame(r, pr, true), Saga: s, Rows: timelineRows(s, now), Events: evs,
-		CanRetry: s.State == contracts.StateMergeFailed && a.accessOf(r).act, TraceID: traceID(evs, s.CorrelationID)}
+		CanRetry: s.State == contracts.StateMergeFailed && a.accessOf(r).act, TraceID: traceID(evs, s.CorrelationID),
+		Facts: factsOf(evs, s.CorrelationID), Gantt: ganttOf(s.Transitions, now)}
+	p.Saga.AlreadyMerged = p.Facts.AlreadyMerged
+	p.FixReceiver = s.State == contracts.StateMergeFailed && s.FailedStep == contracts.StateNotifying && p.Facts.FailCode == contracts.CodeWebhookFailed
 	if id := r.URL.Query().Get("retried"); id != "" && contracts.ValidateEventID(id) == nil {
 		p.Retried = id
 	}

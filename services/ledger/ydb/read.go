@@ -246,6 +246,7 @@ func (s *Store) Stats(ctx context.Context, w ledger.StepWindow) (ledger.Stats, e
 		return ledger.Stats{}, err
 	}
 	st.Steps = ledger.StepDurations(rows)
+	st.Recent = rows
 	st.Window = w
 	st.Window.Transitions = len(rows)
 	for _, r := range rows {

@@ -41,7 +41,7 @@ func FuzzPutWatchers(f *testing.F) {
 		f.Add(s.repo, s.ct, []byte(s.body))
 	}
 	db := sqlitetest.Open(f, server.Migrations)
-	srv, err := server.New(server.Options{DB: db})
+	srv, err := server.New(server.Options{DB: db, LookupIP: fakeDNS})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -42,6 +42,10 @@ type Options struct {
 	// Log receives the HTTP routes' internal errors; default discards.
 	// (Event handling logs through the runner's per-event logger.)
 	Log *slog.Logger
+	// LookupIP resolves a watcher's host name when it is put, to refuse
+	// one that resolves to a private address (webhook.CheckPublic);
+	// default the system resolver. Tests set one that asks no DNS server.
+	LookupIP webhook.LookupIP
 }
 
 // Validate reports every problem of the options at once.

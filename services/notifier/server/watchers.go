@@ -63,6 +63,12 @@ func (s *Server) putWatchers(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: %s", i, err))
 			return
 		}
+		if !s.opts.AllowPrivate {
+			if err := webhook.CheckPublic(r.Context(), x.URL, s.opts.LookupIP); err != nil {
+				httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: %s", i, err))
+				return
+			}
+		}
 		if len(x.Secret) < 8 || len(x.Secret) > 256 {
 			httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: secret must be 8 to 256 bytes", i))
 			return

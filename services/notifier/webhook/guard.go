@@ -66,7 +66,7 @@ type refusedError struct {
 }
 
 func (e *refusedError) Error() string {
-	return fmt.Sprintf("refusing to connect to %s: address is %s (private receivers need AllowPrivate)", e.addr, e.reason)
+	return fmt.Sprintf("refusing to connect to %s: address is %s (set %s=true to allow private receivers)", e.addr, e.reason, AllowPrivateEnv)
 }
 
 func (e *refusedError) Is(target error) bool {

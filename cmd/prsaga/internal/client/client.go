@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -63,6 +64,7 @@ type Saga struct {
 	TimedOut      bool         `json:"timed_out"`
 	Stuck         bool         `json:"stuck"`
 	TargetBranch  string       `json:"target_branch,omitempty"`
+	AlreadyMerged bool         `json:"already_merged,omitempty"`
 	CreatedAt     time.Time    `json:"created_at"`
 	UpdatedAt     time.Time    `json:"updated_at"`
 	Transitions   []Transition `json:"transitions,omitempty"`
@@ -261,7 +263,12 @@ func (c *Client) doHeader(ctx context.Context, method, path string, in, out any,
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, c.BaseURL, err)
+		// *url.Error quotes the URL again: name it once.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%s %s: %w", method, c.BaseURL+path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
