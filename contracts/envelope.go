@@ -61,7 +61,7 @@ func New(id, eventType, source, prID string, at time.Time, payload any, m Meta) 
 }
 
 // NewRequested builds a client's merge request. Its id is the run's
-// correlation id, by definition (DESIGN §3).
+// correlation id, by definition (design §3).
 func NewRequested(id, source string, at time.Time, r Request, clientRef string) (*event.Event, error) {
 	return New(id, TypeMergeRequested, source, r.PRID, at, r, Meta{CorrelationID: id, Attempt: 1, ClientRef: clientRef})
 }

@@ -97,7 +97,7 @@ func SubjectFor(eventType string) (string, bool) {
 func DLQSubject(consumer string) string { return DLQSubjectPrefix + consumer }
 
 // producers names the only service allowed to emit each step event
-// (DESIGN §3: defence in depth behind NATS permissions). Requested events come
+// (design §3: defence in depth behind NATS permissions). Requested events come
 // from clients; step_failed comes from the service of the step that failed
 // (CheckSource admits the four step services, CheckStepSource, which needs
 // the payload, pins the one).

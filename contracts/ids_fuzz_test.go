@@ -191,7 +191,7 @@ func FuzzValidateEventID(f *testing.F) {
 	})
 }
 
-// FuzzCheckSource checks the producer rule of DESIGN §3 against a
+// FuzzCheckSource checks the producer rule of design §3 against a
 // statement of it written independently of the implementation: a step
 // event only from its step's service, step_failed only from a step
 // service, replayof only from the ledger and only on a trigger event,

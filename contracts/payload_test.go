@@ -195,7 +195,7 @@ func TestPayloadValidate(t *testing.T) {
 func samplePayloads() []struct {
 	name string
 	v    any
-	keys []string // top-level JSON keys, exactly as DESIGN §3 lists them
+	keys []string // top-level JSON keys, exactly as design §3 lists them
 } {
 	req := validRequest()
 	reqKeys := []string{"pr_id", "repo", "pr_number", "source_branch", "target_branch", "head_sha", "strategy", "title", "requested_by"}

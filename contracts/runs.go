@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Runs of one PR, and which of them owns the row (DESIGN §4 "Runs").
+// Runs of one PR, and which of them owns the row (design §4 "Runs").
 //
 // Decide moves a row event by event. Within a run that is enough: outcomes
 // are ranked, so the run's row is the same for any delivery order. Across

@@ -15,7 +15,7 @@ import (
 // TestOpenChecksEverySource opens an event of every type, for every step a
 // failure or timeout can name, from every kind of source, as an original
 // and as a replay, and checks Open's verdict against the producer rules of
-// DESIGN §3 as stated there: each step event comes only from its step's
+// design §3 as stated there: each step event comes only from its step's
 // service, a failure only from the service of the failed step, timed_out and
 // state_changed only from the ledger, requests from clients (never from a
 // prsaga service other than the ledger), and replays only of triggers, only

@@ -3,7 +3,7 @@ package contracts
 // State is a saga state of the ledger's pr_saga row.
 type State string
 
-// Saga states (DESIGN §4).
+// Saga states (design §4).
 const (
 	StateValidating  State = "VALIDATING"
 	StateMerging     State = "MERGING"

@@ -109,7 +109,7 @@ func ignore(format string, args ...any) Decision {
 	return Decision{Ignored: fmt.Sprintf(format, args...)}
 }
 
-// Decide applies one event to the current row (DESIGN §4). It is pure: the
+// Decide applies one event to the current row (design §4). It is pure: the
 // ledger reads the row, calls Decide, and writes the result with one
 // conditional update on (pr_id, version).
 func Decide(row Row, in Incoming) Decision {

@@ -13,11 +13,11 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 )
 
-// The expectations below restate DESIGN §4 on their own terms (outcome
+// The expectations below restate design §4 on their own terms (outcome
 // names, the step chain) instead of reusing the package's rank table, so
 // that a wrong table cannot agree with itself.
 
-// outcomes in rank order, as DESIGN §4 lists them.
+// outcomes in rank order, as design §4 lists them.
 var outcomes = []string{
 	"VALIDATING", "failed(VALIDATING)", "MERGING", "failed(MERGING)",
 	"NOTIFYING", "failed(NOTIFYING)", "INDEXING", "failed(INDEXING)", "MERGED",
@@ -68,7 +68,7 @@ const (
 	oldEr = "conflict: old failure"
 )
 
-// expected computes Decide's answer from the rules of DESIGN §4.
+// expected computes Decide's answer from the rules of design §4.
 func expected(row contracts.Row, in contracts.Incoming) want {
 	ign := want{ignored: true}
 	fresh := func() contracts.Row {

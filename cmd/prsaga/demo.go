@@ -61,7 +61,7 @@ func killIndexer(point string, env contracts.Envelope) error {
 	return nil
 }
 
-// cmdDemo runs every scenario of DESIGN §7 against a fresh stack in a temp
+// cmdDemo runs every scenario of design §7 against a fresh stack in a temp
 // dir; exit 0 only if each ends as expected.
 func cmdDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs, load := newFlags("demo", getenv, stderr)

@@ -69,7 +69,7 @@ func TestComposeConfig(t *testing.T) {
 
 // TestNATSClusterPermissions starts the 3-node cluster of deploy/nats in
 // process (the same files; only addresses and directories are moved to
-// this host) and checks DESIGN §11's permissions with the real bus code:
+// this host) and checks design §11's permissions with the real bus code:
 // each service user can create the streams (3 replicas) and its own
 // consumers, publish its outputs and ack its messages, and nothing else;
 // the forge may publish only merge requests.

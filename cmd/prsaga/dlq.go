@@ -20,7 +20,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 )
 
-// Dead letters as an operator sees them (DESIGN §3). Every command talks to
+// Dead letters as an operator sees them (design §3). Every command talks to
 // NATS directly (PRSAGA_NATS_URL, else the dev server at
 // nats://<PRSAGA_NATS_LISTEN>), not to the API: the DLQ must be readable
 // when the services are not.

@@ -19,7 +19,7 @@ import (
 	"github.com/prsaga/prsaga/platform/runner"
 )
 
-// outcome is where DESIGN §3 says a bad message ends.
+// outcome is where design §3 says a bad message ends.
 type outcome int
 
 const (
@@ -244,7 +244,7 @@ func hostileCases(head string) []hostileCase {
 }
 
 // TestHostileInput publishes dozens of kinds of bad message to the real
-// stack and checks each ends where DESIGN §3 says — PRSAGA_DLQ,
+// stack and checks each ends where design §3 says — PRSAGA_DLQ,
 // step_failed(VALIDATING, invalid_request) or a 4xx — with a reason naming
 // the problem; that a valid request sent after them still merges; and that
 // a duplicate event id with another body changes nothing (the first body

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestDependenciesPointInward checks DESIGN §1's arrows with `go list -deps`:
+// TestDependenciesPointInward checks design §1's arrows with `go list -deps`:
 // contracts imports nothing of ours, platform only contracts, a service only
 // contracts, platform and itself.
 func TestDependenciesPointInward(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 )
 
 // cmdReindex rebuilds the indexer's search index from the notified events
-// of stream PRSAGA (DESIGN §6), in <data>/index (where `serve indexer`
+// of stream PRSAGA (design §6), in <data>/index (where `serve indexer`
 // keeps it) or --index. It talks to NATS directly, as `dlq` does. The
 // rebuilt index replaces the live one by a rename once complete; the live
 // one is kept as <index>.old-<time> unless --remove-old. An indexer holding

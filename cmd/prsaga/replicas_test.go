@@ -27,7 +27,7 @@ import (
 	"github.com/prsaga/prsaga/platform/runner"
 )
 
-// TestReplicas runs the scale-out shape of DESIGN §9 on one host: one
+// TestReplicas runs the scale-out shape of design §9 on one host: one
 // `prsaga nats` process, two `prsaga serve` processes of the validator,
 // merger, notifier and ledger and one of the indexer (a bleve index has one
 // writer), all on one shared store directory — the two replicas of a

@@ -14,7 +14,7 @@ import (
 )
 
 // cmdRetry asks the ledger to retry a failed saga: it replays the failed
-// step's trigger event (DESIGN §4). Exit 0 when the retry was sent (and,
+// step's trigger event (design §4). Exit 0 when the retry was sent (and,
 // with --wait, the saga then MERGED), 1 when refused, 3 on a wait timeout.
 func cmdRetry(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	var o client.RetryOptions

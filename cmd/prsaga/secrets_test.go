@@ -40,7 +40,7 @@ func secretHex(t *testing.T) string {
 // one up, one down (its deliveries fail, with the URL and secret in play
 // in every error path), so the saga fails at NOTIFYING, is fixed and
 // retried to MERGED — and then greps everything the run wrote for the
-// webhook secrets and the URLs' paths and query (DESIGN §11): the log
+// webhook secrets and the URLs' paths and query (design §11): the log
 // files, every file under the data dir (SQLite databases and their WAL,
 // the JetStream store, the search index) except the notifier's database,
 // whose tables are read instead (the watcher table is where the secrets

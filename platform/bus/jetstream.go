@@ -48,7 +48,7 @@ type Config struct {
 	WaitForServer bool
 }
 
-// WithDefaults fills zero fields with DESIGN §8's defaults.
+// WithDefaults fills zero fields with design §8's defaults.
 func (c Config) WithDefaults() Config {
 	if c.Replicas == 0 {
 		c.Replicas = 1

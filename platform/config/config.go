@@ -1,4 +1,4 @@
-// Package config reads prsaga's configuration (DESIGN §8): every setting is
+// Package config reads prsaga's configuration (design §8): every setting is
 // an environment variable and also a flag; bad or inconsistent values fail
 // at start with one clear line.
 package config

@@ -1,5 +1,5 @@
 // Package runner is the one consume → transaction → ack loop every service
-// uses (DESIGN §5): inbox check, the step's side effect outside any
+// uses (design §5): inbox check, the step's side effect outside any
 // transaction, one transaction {inbox, own state, outbox}, ack. A service
 // supplies only its Handler (or a BatchHandler).
 //

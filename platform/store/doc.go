@@ -1,4 +1,4 @@
-// Package store is the store-neutral port of a service's database (DESIGN
+// Package store is the store-neutral port of a service's database (design
 // §5): a write transaction that carries the platform's inbox and outbox
 // beside the service's own tables, and the reads the runner and the outbox
 // relay need. Two adapters implement it: platform/sqlite (embedded, the

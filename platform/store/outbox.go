@@ -27,7 +27,7 @@ func (r OutboxRow) Msg() *nats.Msg {
 }
 
 // NewOutboxRow encodes an event as the message its type is published as
-// (binary content mode, DESIGN §3), emitted at.
+// (binary content mode, design §3), emitted at.
 func NewOutboxRow(e *event.Event, at time.Time) (OutboxRow, error) {
 	subject, ok := contracts.SubjectFor(e.Type())
 	if !ok {

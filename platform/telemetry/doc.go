@@ -1,7 +1,7 @@
 // Package telemetry is one process's (one stack's) metrics and traces: a
 // Prometheus registry of its own — never the global default one, so that
 // tests can run several stacks side by side — holding the saga metrics of
-// DESIGN §2 and the issue "follow one merge", and an OpenTelemetry tracer
+// design §2 and the issue "follow one merge", and an OpenTelemetry tracer
 // provider per service.
 //
 // Traces follow a saga across services through the CloudEvents

@@ -1,6 +1,6 @@
 // Package ydb is the production store: one YDB database shared by every
 // service, each service's tables in a directory of its own
-// (<database>/prsaga/<service>/…, DESIGN §5 "own database or prefix"),
+// (<database>/prsaga/<service>/…, design §5 "own database or prefix"),
 // reached through ydb-go-sdk's query service.
 //
 // Transactions are serializable read-write and run through the SDK's

@@ -1,4 +1,4 @@
-// Package indexer is the saga's last step (DESIGN §6): on a notified event
+// Package indexer is the saga's last step (design §6): on a notified event
 // it upserts the merged PR — title, repo, branches, author, merge sha,
 // merged-at, changed paths and the commit messages the merge brought in —
 // into the search index and answers indexed. Upserting by PR id makes a

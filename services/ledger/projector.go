@@ -38,7 +38,7 @@ type Result struct {
 	Transitions []Transition
 }
 
-// Project applies one opened event within tx (DESIGN §4): it reads the row,
+// Project applies one opened event within tx (design §4): it reads the row,
 // lets contracts.Decide rule, and writes the decision — one conditional
 // write of the row, its transitions, the saga_event record and one
 // prsaga.saga.state_changed.v1 per transition in the outbox. An ignored

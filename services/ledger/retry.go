@@ -11,7 +11,7 @@ import (
 	"github.com/prsaga/prsaga/platform/logging"
 )
 
-// RetryRequest is an operator's retry of a failed saga (DESIGN §4).
+// RetryRequest is an operator's retry of a failed saga (design §4).
 type RetryRequest struct {
 	PRID  string
 	Actor string // who retries: the token's name, or "local"

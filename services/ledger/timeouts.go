@@ -8,7 +8,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 )
 
-// Defaults of the watchdog (DESIGN §4).
+// Defaults of the watchdog (design §4).
 const (
 	DefaultWatchdogInterval = 5 * time.Second
 	DefaultWatchdogBatch    = 100

@@ -61,7 +61,7 @@ var stepConsumers = map[contracts.State]string{
 	contracts.StateIndexing:   contracts.ConsumerIndexer,
 }
 
-// Watchdog fails sagas stuck in a step (DESIGN §4): every interval it reads
+// Watchdog fails sagas stuck in a step (design §4): every interval it reads
 // at most Batch stuck rows through the (state, updated_at) index and moves
 // each to MERGE_FAILED by the projection's conditional update, publishing
 // prsaga.merge.timed_out.v1 through the ledger's outbox. Several watchdogs

@@ -7,5 +7,5 @@
 // Watchers are notified in parallel under one deadline, the step's own
 // retry budget (each watcher's attempts, timeouts and backoff: see
 // webhook.Config.Budget), so the step's time does not grow with the number
-// of watchers and stays inside its timeout (DESIGN §4, §8).
+// of watchers and stays inside its timeout (design §4, §8).
 package notifier

@@ -66,7 +66,7 @@ type Notifier struct {
 	Store  Store
 	Sender Sender
 	// Budget bounds the whole delivery of one event, every watcher and
-	// every retry included: the step's own retry budget (DESIGN §4). A
+	// every retry included: the step's own retry budget (design §4). A
 	// watcher not delivered by then counts as failed. Zero: no bound but
 	// the Sender's.
 	Budget time.Duration

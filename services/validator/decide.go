@@ -51,7 +51,7 @@ func (o Outcome) Code() string {
 	return o.Failed.Code
 }
 
-// Decide validates one run (DESIGN §6). It is pure. The checks, in order:
+// Decide validates one run (design §6). It is pure. The checks, in order:
 // the request's fields (invalid_request), the PR merged for good
 // (already_merged), its lock held by another run (in_progress), the
 // repository and both branches (not_found), the source head against head_sha

@@ -1,10 +1,10 @@
-// Package validator is the saga's first step (DESIGN §6): it answers a
+// Package validator is the saga's first step (design §6): it answers a
 // prsaga.merge.requested event with prsaga.merge.validated — the request
 // pinned to the head it names, the target head it saw and the required
 // checks that passed — or with step_failed(VALIDATING) and a code saying why
 // not.
 //
-// It also holds the one-run-per-PR lock of DESIGN §4: a PR's lock is taken by
+// It also holds the one-run-per-PR lock of design §4: a PR's lock is taken by
 // the run it validates and released only by that run's indexed event or its
 // failure at VALIDATING or MERGING; a merged event marks the PR merged for
 // good. The lock follows the holder's current attempt, whichever step it is

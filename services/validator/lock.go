@@ -2,7 +2,7 @@ package validator
 
 import "github.com/prsaga/prsaga/contracts"
 
-// Lock is a PR's one-run lock (DESIGN §4). The zero value is a free lock of
+// Lock is a PR's one-run lock (design §4). The zero value is a free lock of
 // a PR never merged.
 //
 // The lock follows its run's current attempt, whichever step that attempt is

@@ -1,5 +1,5 @@
 // Package rebuild rebuilds the indexer's search index from the notified
-// events of stream PRSAGA (`prsaga reindex`, DESIGN §6): every document is
+// events of stream PRSAGA (`prsaga reindex`, design §6): every document is
 // built by the indexer's own code (indexer.Indexer.Document), written into
 // a new index next to the live one, and swapped in by a rename only once
 // complete, so that a crash mid-rebuild leaves the live index as it was.

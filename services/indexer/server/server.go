@@ -73,7 +73,7 @@ type Server struct {
 }
 
 // New opens (or creates) the index as its one writer (bleve allows one:
-// DESIGN §9) — or, when another indexer is the writer, returns a standby:
+// design §9) — or, when another indexer is the writer, returns a standby:
 // Ready fails saying so, and AwaitActive waits to take over. It fails when
 // the index cannot be opened otherwise (corrupt, or a reindex holding it
 // for longer than LockTimeout).

@@ -9,7 +9,7 @@ import (
 	"github.com/prsaga/prsaga/platform/httpx"
 )
 
-// Who may do what (DESIGN §11): with no token configured everything is
+// Who may do what (design §11): with no token configured everything is
 // open (loopback listeners only, checked at start). With tokens, a read
 // needs a read token or an operator token; acting (retry, merge request)
 // needs an operator token. The dashboard's pages take a bearer token or

@@ -143,7 +143,7 @@ func parseHeaderLines(s string) http.Header {
 // accepted one (202) is in the outbox as exactly one requested event that
 // every consumer accepts (Open and ValidatePayload pass), with the id and
 // correlation id the answer names — and a client's CloudEvent can never
-// speak for prsaga: no /prsaga/ source and no replayof (DESIGN §3: those
+// speak for prsaga: no /prsaga/ source and no replayof (design §3: those
 // are the ledger's, and the validator's per-run lock trusts them). A
 // refused one leaves the outbox untouched.
 func FuzzMergeRequest(f *testing.F) {
@@ -384,7 +384,7 @@ func TestMergeRequestRefusesClientEventsSpeakingForPrsaga(t *testing.T) {
 // real form (its CSRF cookie and token read from the confirmation page), a
 // retry may only ever happen for a request that carries that cookie, that
 // token, an Origin of the dashboard's own host, and a loopback host: no
-// mutation gets a replay into the outbox otherwise (DESIGN §11).
+// mutation gets a replay into the outbox otherwise (design §11).
 func FuzzDashboardRetryForm(f *testing.F) {
 	l := newFuzzLedger(f)
 	const host = "127.0.0.1:8080"

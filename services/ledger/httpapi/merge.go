@@ -16,7 +16,7 @@ import (
 )
 
 // mergeRequest is the JSON body of POST /api/v1/merge-requests: the
-// requested payload of DESIGN §3 and an optional client reference.
+// requested payload of design §3 and an optional client reference.
 type mergeRequest struct {
 	contracts.Request
 	ClientRef string `json:"client_ref"`
@@ -130,7 +130,7 @@ func cloudEventRequest(w http.ResponseWriter, r *http.Request) (*event.Event, er
 		return nil, httpx.Errorf(http.StatusBadRequest, "type %q: only %s may be posted here", truncate(e.Type()), contracts.TypeMergeRequested)
 	}
 	// Only the ledger speaks as /prsaga/ledger, and only its retries set
-	// replayof (DESIGN §3). A client's event claiming either could name a
+	// replayof (design §3). A client's event claiming either could name a
 	// running saga's correlation id and so pass that run's validator lock.
 	if strings.HasPrefix(e.Source(), "/prsaga/") {
 		return nil, invalid{"the event claims to come from prsaga", &contracts.FieldError{Field: "source",

@@ -16,7 +16,7 @@ import (
 	"github.com/prsaga/prsaga/platform/httpx"
 )
 
-// The dashboard's forms (DESIGN §11): a same-site cookie + CSRF token, the
+// The dashboard's forms (design §11): a same-site cookie + CSRF token, the
 // Origin checked against Host, and — without a token — a loopback Host only,
 // so that a page on another site cannot post to a local dashboard, not even
 // through DNS rebinding. With operator tokens configured, a form also needs

@@ -149,7 +149,7 @@ func (s *Server) Apply(ctx context.Context, env contracts.Envelope) (ledger.Resu
 }
 
 // Spec is the ledger's consumer and outbox for service.Start: it consumes
-// every saga event and never gives up on one (DESIGN §5).
+// every saga event and never gives up on one (design §5).
 func (s *Server) Spec() service.Spec {
 	return service.Spec{
 		Name: contracts.ServiceLedger,

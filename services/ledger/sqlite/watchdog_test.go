@@ -14,7 +14,7 @@ import (
 )
 
 // The watchdog reads only through idx_saga_state: a range search, no
-// scan of pr_saga and no sort (DESIGN §4: never a full scan).
+// scan of pr_saga and no sort (design §4: never a full scan).
 func TestStuckQueryUsesTheStateIndex(t *testing.T) {
 	db := sqlitetest.Open(t, ledgersqlite.Migrations)
 	seed(t, ledgersqlite.NewStore(db))

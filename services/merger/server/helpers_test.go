@@ -117,7 +117,7 @@ func startMerger(t *testing.T, ns *natsembed.Server, cfg bus.Config, reposDir st
 }
 
 // startMergerOn is startMerger on db: replicas of the merger share its
-// database (DESIGN §9), each through its own handle as a process would.
+// database (design §9), each through its own handle as a process would.
 func startMergerOn(t *testing.T, ns *natsembed.Server, cfg bus.Config, reposDir string, db *psqlite.DB, opts service.Options) *psqlite.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -18,7 +18,7 @@ import (
 // bodies, served by the real routes over a real SQLite store. No answer is
 // a 5xx; a 4xx is {"error": "..."}; an accepted list is answered — and
 // then listed by GET — as ids and hosts only: no secret and no URL path,
-// query or fragment of the request ever comes back (DESIGN §11). Seed
+// query or fragment of the request ever comes back (design §11). Seed
 // corpus in testdata/fuzz/FuzzPutWatchers.
 func FuzzPutWatchers(f *testing.F) {
 	for _, s := range []struct{ repo, ct, body string }{

@@ -65,7 +65,7 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// RetryBudget is the notify step's own retry budget (DESIGN §4): the
+// RetryBudget is the notify step's own retry budget (design §4): the
 // longest one merged event is worked on before it is answered, whatever the
 // number of watchers — Webhook.MaxAttempts × (the per-attempt timeout) plus
 // the backoff between attempts (webhook.Config.Budget). Watchers are

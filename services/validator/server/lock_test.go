@@ -116,7 +116,7 @@ func TestEveryRefusalCode(t *testing.T) {
 	}
 }
 
-// TestLockAcrossRuns follows DESIGN §4 "One run per PR" across runs: a
+// TestLockAcrossRuns follows design §4 "One run per PR" across runs: a
 // second request while a run is in flight is refused and does not disturb
 // it; only the holder's indexed or its failure at VALIDATING or MERGING
 // releases the lock (a timeout, a later step's failure or a stale attempt's

@@ -15,7 +15,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 )
 
-// trailerPR is the trailer the merger writes into merge commits (DESIGN §6).
+// trailerPR is the trailer the merger writes into merge commits (design §6).
 const trailerPR = "Prsaga-PR"
 
 // outcome is what the world says about one PR after the run.

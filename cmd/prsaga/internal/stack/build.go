@@ -52,7 +52,7 @@ func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (compo
 			return nil, err
 		}
 		// The step's own retry budget comes on top of the delivery budget
-		// (DESIGN §4): a shorter timeout would fail a step still working.
+		// (design §4): a shorter timeout would fail a step still working.
 		if t, need := cfg.StepTimeouts[contracts.StateNotifying], cfg.DeliveryBudget()+n.RetryBudget(); t <= need {
 			return nil, fmt.Errorf("PRSAGA_STEP_TIMEOUT_NOTIFYING: %s must exceed %s (delivery budget + webhook retry budget)", t, need)
 		}

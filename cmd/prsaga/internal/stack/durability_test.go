@@ -14,7 +14,7 @@ import (
 )
 
 // TestDurabilityReachesTheStores checks that PRSAGA_DURABILITY, read as
-// `prsaga` reads it, reaches what the stack opens (DESIGN §5): every
+// `prsaga` reads it, reaches what the stack opens (design §5): every
 // service's SQLite connections run synchronous=FULL in sync mode and
 // NORMAL otherwise, and the embedded JetStream syncs every write
 // (sync_always) only in sync mode. (The merger fsyncs objects and refs in

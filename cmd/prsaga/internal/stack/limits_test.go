@@ -14,7 +14,7 @@ import (
 	"github.com/prsaga/prsaga/platform/httpx"
 )
 
-// TestHTTPLimits checks the limits where input enters over HTTP (DESIGN
+// TestHTTPLimits checks the limits where input enters over HTTP (design
 // §11): the server's timeouts are set, headers are bounded, and every
 // mutating route of every service refuses a body over httpx.MaxBody with
 // 413 — before reading it all.

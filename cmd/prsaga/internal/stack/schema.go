@@ -13,7 +13,7 @@ import (
 )
 
 // YDBPrefix is the directory of a service's tables in the YDB database:
-// one directory per service (DESIGN §1 database-per-service), the
+// one directory per service (design §1 database-per-service), the
 // platform's outbox and inbox in each.
 func YDBPrefix(service string) string { return "prsaga/" + service }
 

@@ -1,4 +1,4 @@
--- The ledger's projection (DESIGN §4, §5). Times are Unix microseconds (UTC).
+-- The ledger's projection (design §4, §5). Times are Unix microseconds (UTC).
 -- WITHOUT ROWID: every secondary index entry then ends with pr_id, so the
 -- listing order (updated_at DESC, pr_id DESC) comes straight from an index.
 CREATE TABLE IF NOT EXISTS pr_saga (

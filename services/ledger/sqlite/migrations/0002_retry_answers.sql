@@ -1,4 +1,4 @@
--- The first answer to a retry under each Idempotency-Key (DESIGN §4): a
+-- The first answer to a retry under each Idempotency-Key (design §4): a
 -- repeated call returns it. Answers older than a day are pruned.
 CREATE TABLE IF NOT EXISTS retry_answer (
     idempotency_key TEXT    NOT NULL PRIMARY KEY,

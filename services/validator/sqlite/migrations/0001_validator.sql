@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS protection (
     PRIMARY KEY (repo, branch)
 );
 
--- One run per PR (DESIGN §4): correlation_id is the holder ('' when free),
+-- One run per PR (design §4): correlation_id is the holder ('' when free),
 -- attempt the holder's attempt that took it, merged is 1 for good.
 CREATE TABLE IF NOT EXISTS pr_lock (
     pr_id          TEXT PRIMARY KEY,
