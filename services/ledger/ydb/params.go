@@ -41,7 +41,11 @@ func runParams(correlationID string) ydbsdk.Params {
 }
 
 func prEventsParams(prID string) ydbsdk.Params {
-	return ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Param("$limit").Uint64(MaxEvents).Build()
+	return prEventsParamsUpTo(prID, MaxEvents)
+}
+
+func prEventsParamsUpTo(prID string, limit uint64) ydbsdk.Params {
+	return ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Param("$limit").Uint64(limit).Build()
 }
 
 func outboxStatusParams(eventID string) ydbsdk.Params {

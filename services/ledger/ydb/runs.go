@@ -3,7 +3,6 @@ package ydb
 import (
 	"fmt"
 
-	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
 	"github.com/prsaga/prsaga/services/ledger"
@@ -13,7 +12,7 @@ import (
 // oldest first, at most ledger.MaxRunEvents (idx_event_pr).
 func (t *Tx) EventsOf(prID string) ([]ledger.Event, error) {
 	var out []ledger.Event
-	err := t.tx.Query(qEventsOfPR, ydbsdk.ParamsBuilder().Param("$pr_id").Text(prID).Param("$limit").Uint64(ledger.MaxRunEvents).Build(),
+	err := t.tx.Query(qEventsOfPR, prEventsParamsUpTo(prID, ledger.MaxRunEvents),
 		func(row query.Row) error {
 			e, err := scanEvent(row)
 			out = append(out, e)

@@ -57,6 +57,7 @@ func TestStatementsTypeCheck(t *testing.T) {
 		{Name: "qAnyEventOfRun", YQL: qAnyEventOfRun, Params: corrParams("c"), Scan: text},
 		{Name: "qEventsOfRun", YQL: qEventsOfRun, Params: runParams("c"), Scan: event},
 		{Name: "qEventsOfPR", YQL: qEventsOfPR, Params: prEventsParams("p"), Scan: event},
+		{Name: "qEventsOfPR (EventsOf, in a transaction)", YQL: qEventsOfPR, Params: prEventsParamsUpTo("p", ledger.MaxRunEvents), Scan: event},
 		{Name: "qTransitionsOfRun", YQL: qTransitionsOfRun, Params: runParams("c"), Scan: func(r query.Row) error { _, _, err := scanTransition(r, true); return err }},
 		{Name: "qRetryAnswer", YQL: qRetryAnswer, Params: retryAnswerParams("k", now), Scan: text},
 		{Name: "qSaveRetryAnswer", YQL: qSaveRetryAnswer, Params: saveRetryAnswerParams("k", "p", "{}", now)},
