@@ -37,7 +37,10 @@ import (
 //     then outcomes by rank), a replay of a step's trigger standing for the
 //     operator's retry that sent it. For the run the row already belongs to,
 //     the row itself is its fold: it also holds retries whose replays have
-//     not been delivered yet.
+//     not been delivered yet — unless a recorded replay of the run is at an
+//     attempt above the row's. Then the row was folded when the run took it
+//     back from another run, before that replay was recorded, and lost the
+//     retry: the run is folded again, the replay standing for the retry.
 
 // Derive returns the row the recorded events of one PR lead to, given cur,
 // the row as stored (its run's state is taken as is). Exists is false when
@@ -82,7 +85,7 @@ func Derive(cur Row, evs []Incoming) Row {
 			continue
 		}
 		next := cur
-		if run != cur.CorrelationID || !cur.Exists {
+		if run != cur.CorrelationID || !cur.Exists || lacksRetry(cur, evs) {
 			next = FoldRun(evs)
 		}
 		if !next.Exists {
@@ -115,6 +118,19 @@ func isRefused(evs []Incoming) bool {
 	for _, in := range evs {
 		if in.Type == TypeStepFailed && in.Step == StateValidating && in.Attempt == 1 &&
 			(in.Code == CodeInProgress || in.Code == CodeAlreadyMerged || in.Code == CodeInvalidRequest) {
+			return true
+		}
+	}
+	return false
+}
+
+// lacksRetry reports whether a recorded replay of the row's run stands for
+// a retry the row does not hold: the row was folded (when its run took it
+// back from another run) before that replay was recorded, so the row alone
+// has lost the retry and the run must be folded again.
+func lacksRetry(cur Row, evs []Incoming) bool {
+	for _, in := range evs {
+		if in.ReplayOf != "" && in.Attempt > cur.Attempts {
 			return true
 		}
 	}
@@ -253,13 +269,18 @@ func SameOutcome(a, b Row) bool {
 // MayChangeRun reports whether the row after an event (after, Decide's
 // answer applied to before) may not be what the PR's recorded events lead
 // to when runs are taken into account: the event is of another run than
-// the row's, or the row is where a run can take it over (VALIDATING, or
-// MERGE_FAILED at VALIDATING or MERGING). Only then must the ledger Derive.
+// the row's, the row is where a run can take it over (VALIDATING, or
+// MERGE_FAILED at VALIDATING or MERGING), or the event is a replay at an
+// attempt above the row's (the row was folded without the retry that sent
+// it). Only then must the ledger Derive.
 func MayChangeRun(before, after Row, in Incoming) bool {
 	if !before.Exists {
 		return false
 	}
 	if in.CorrelationID != before.CorrelationID {
+		return true
+	}
+	if in.ReplayOf != "" && in.Attempt > after.Attempts {
 		return true
 	}
 	return after.State == StateValidating ||

@@ -220,6 +220,20 @@ func TestProjectPropertyAcrossRuns(t *testing.T) {
 		s = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	propertyAcrossRuns(t, s)
+}
+
+// TestProjectPropertyAcrossRunsSeeds replays seeds that once failed.
+// 1796142019653526610: a run that had merged, failed at INDEXING and been
+// retried lost the retry (attempt 2 shown as 1) when it took the row back
+// from an earlier run before its replay was delivered.
+func TestProjectPropertyAcrossRunsSeeds(t *testing.T) {
+	for _, s := range []uint64{1796142019653526610} {
+		t.Run(fmt.Sprint(s), func(t *testing.T) { propertyAcrossRuns(t, s) })
+	}
+}
+
+func propertyAcrossRuns(t *testing.T, s uint64) {
 	rng := rand.New(rand.NewPCG(s, s^0x2545f4914f6cdd1d))
 	f := newFixture(t)
 	ctx := context.Background()
