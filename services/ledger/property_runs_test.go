@@ -220,27 +220,29 @@ func TestProjectPropertyAcrossRuns(t *testing.T) {
 		s = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
-	propertyAcrossRuns(t, s)
+	rounds := 40
+	if testing.Short() {
+		rounds = 15
+	}
+	propertyAcrossRuns(t, s, rounds)
 }
 
 // TestProjectPropertyAcrossRunsSeeds replays seeds that once failed.
 // 1796142019653526610: a run that had merged, failed at INDEXING and been
 // retried lost the retry (attempt 2 shown as 1) when it took the row back
-// from an earlier run before its replay was delivered.
+// from an earlier run before its replay was delivered; 1796142565225524439
+// (at INDEXING) and 1796142589582849407 (at NOTIFYING) the same.
 func TestProjectPropertyAcrossRunsSeeds(t *testing.T) {
-	for _, s := range []uint64{1796142019653526610} {
-		t.Run(fmt.Sprint(s), func(t *testing.T) { propertyAcrossRuns(t, s) })
+	for _, s := range []uint64{1796142019653526610, 1796142565225524439, 1796142589582849407} {
+		// All 40 rounds even with -short: the failures were in later rounds.
+		t.Run(fmt.Sprint(s), func(t *testing.T) { propertyAcrossRuns(t, s, 40) })
 	}
 }
 
-func propertyAcrossRuns(t *testing.T, s uint64) {
+func propertyAcrossRuns(t *testing.T, s uint64, rounds int) {
 	rng := rand.New(rand.NewPCG(s, s^0x2545f4914f6cdd1d))
 	f := newFixture(t)
 	ctx := context.Background()
-	rounds := 40
-	if testing.Short() {
-		rounds = 15
-	}
 	total := 0
 	for round := range rounds {
 		pr := contracts.PRID("acme/runs", round+1)
