@@ -110,7 +110,7 @@ func (m *treeMerge) findExactRenames(base, ours, theirs plumbing.Hash) error {
 			}
 		}
 	}
-	return nil
+	return m.findInexactRenames(base, []renameSide{{delOurs, addOurs, theirs, true}, {delTheirs, addTheirs, ours, false}})
 }
 
 // sideLists are the files each side deleted and added, computed once.
