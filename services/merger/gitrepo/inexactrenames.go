@@ -30,9 +30,9 @@ import (
 //     nothing about renames.
 //
 // The merge is then the content merge of the old name's base version with
-// the two sides' versions, at the new name, modes merged; the merge
-// attribute must say the same for both names (which one git consults is
-// not relied on). A content conflict stays a conflict. Renames on both
+// the two sides' versions, at the new name, modes merged, by the new
+// name's merge attribute (as git: TestInexactRenameCases). A content
+// conflict stays a conflict. Renames on both
 // sides, rename/delete and the rest stay with renames.go.
 
 const (
@@ -141,16 +141,9 @@ func (m *treeMerge) mergeRenamed(old, new string, b, o, t entry) (entry, error) 
 	case t.hash == b.hash:
 		return entry{mode: mode, hash: o.hash}, nil
 	}
-	style, why, err := m.mergeStyle(new)
+	style, why, err := m.mergeStyle(new) // git merges by the new name's attributes
 	if err != nil {
 		return entry{}, err
-	}
-	oldStyle, oldWhy, err := m.mergeStyle(old)
-	if err != nil {
-		return entry{}, err
-	}
-	if why == "" && (oldStyle != style || oldWhy != "") {
-		why = "renamed from " + old + " with a different merge attribute (not merged line by line)"
 	}
 	var merged string
 	if why == "" {

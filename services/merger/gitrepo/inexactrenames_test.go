@@ -125,3 +125,142 @@ func TestInexactRenamesNeverWrong(t *testing.T) {
 		t.Errorf("only %d of %d git-clean merges merged", same, same+refused)
 	}
 }
+
+// TestInexactRenameCases pins the inexact rename cases down against git:
+// merged where the pairing is clear, a conflict where git conflicts, and a
+// refusal naming the rename in the grey zone or with rivals. The merge
+// attribute is checked with git reading the target's .gitattributes (git
+// merge-tree in a work tree): git merges by the new name's attribute,
+// whichever side renamed.
+func TestInexactRenameCases(t *testing.T) {
+	var numbered []string
+	for i := range 30 {
+		numbered = append(numbered, fmt.Sprintf("line %d of the file\n", i))
+	}
+	edit := func(at []int, to string) string {
+		ls := append([]string(nil), numbered...)
+		for _, i := range at {
+			ls[i] = fmt.Sprintf("%s %d\n", to, i)
+		}
+		return strings.Join(ls, "")
+	}
+	orig := strings.Join(numbered, "")
+	base := map[string]file{"p": reg(orig), "keep": reg("keep\n")}
+	const (
+		clean    = "clean"
+		conflict = "conflict"
+		refused  = "refused"
+	)
+	cases := []struct {
+		scenario
+		want, inReason string
+	}{
+		{scenario{"renamed with an edit, edited apart on the other side", base,
+			with(base, map[string]file{"p": {}, "q": reg(edit([]int{28}, "ours"))}),
+			with(base, map[string]file{"p": reg(edit([]int{2}, "theirs"))})}, clean, ""},
+		{scenario{"edited in place, renamed with an edit by the PR", base,
+			with(base, map[string]file{"p": reg(edit([]int{2}, "ours"))}),
+			with(base, map[string]file{"p": {}, "q": reg(edit([]int{28}, "theirs"))})}, clean, ""},
+		{scenario{"renamed into a new directory with an edit and a mode change", base,
+			with(base, map[string]file{"p": {}, "n/m/q": exe(edit([]int{20, 25}, "ours"))}),
+			with(base, map[string]file{"p": reg(edit([]int{2}, "theirs"))})}, clean, ""},
+		{scenario{"renamed with an edit, the same line edited on the other side", base,
+			with(base, map[string]file{"p": {}, "q": reg(edit([]int{5}, "ours"))}),
+			with(base, map[string]file{"p": reg(edit([]int{5}, "theirs"))})}, conflict, ""},
+		{scenario{"renamed with an edit on both sides", base,
+			with(base, map[string]file{"p": {}, "q": reg(edit([]int{5}, "ours"))}),
+			with(base, map[string]file{"p": {}, "r": reg(edit([]int{9}, "theirs"))})}, conflict, ""},
+		{scenario{"renamed with an edit, deleted on the other side", base,
+			with(base, map[string]file{"p": {}, "q": reg(edit([]int{5}, "ours"))}),
+			with(base, map[string]file{"p": {}})}, conflict, ""},
+		{scenario{"renamed with many edits (grey zone), edited on the other side", base,
+			with(base, map[string]file{"p": {}, "q": reg(edit([]int{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24}, "ours"))}),
+			with(base, map[string]file{"p": reg(edit([]int{28}, "theirs"))})}, refused, "may be renamed to q"},
+		{scenario{"renamed with an edit next to a similar new file, edited on the other side", base,
+			with(base, map[string]file{"p": {}, "q": reg(edit([]int{28}, "ours")), "r": reg(edit([]int{1, 2, 3, 4, 5, 6, 7, 8}, "copy"))}),
+			with(base, map[string]file{"p": reg(edit([]int{2}, "theirs"))})}, refused, "may be renamed to"},
+		{scenario{"renamed with an edit, other side adds a file at the new name", base,
+			with(base, map[string]file{"p": {}, "q": reg(edit([]int{28}, "ours"))}),
+			with(base, map[string]file{"p": reg(edit([]int{2}, "theirs")), "q": reg("other\n")})}, conflict, ""},
+	}
+	f := newFixture(t)
+	scs := make([]scenario, len(cases))
+	for i, c := range cases {
+		scs[i] = c.scenario
+	}
+	for i, o := range runScenarios(f, scs) {
+		c := cases[i]
+		if !checkNeverWrong(t, c.name, o) {
+			continue
+		}
+		var reason string
+		if o.conflict != nil {
+			reason = o.conflict.Reason
+		}
+		switch c.want {
+		case clean:
+			if o.tree == "" || !o.gitClean {
+				t.Errorf("%s: conflict %q, git clean %v; want both clean", c.name, reason, o.gitClean)
+			}
+		case conflict:
+			if o.conflict == nil || o.gitClean {
+				t.Errorf("%s: conflict %q, git clean %v; want both to conflict", c.name, reason, o.gitClean)
+			}
+		case refused:
+			if o.conflict == nil || !o.gitClean || !strings.Contains(reason, c.inReason) {
+				t.Errorf("%s: conflict %q, git clean %v; want git clean and a refusal naming %q", c.name, reason, o.gitClean, c.inReason)
+			}
+		}
+		t.Logf("%-75s %s (git clean %v) %s", c.name, map[bool]string{true: "merged", false: "conflict"}[o.tree != ""], o.gitClean, reason)
+	}
+
+	// Merge attributes: the same edit place on both sides conflicts, unless
+	// the file merges with union.
+	for _, ac := range []struct {
+		name, attrs, from, to string
+		prRenames             bool
+		want                  string
+	}{
+		{"union on both names", "*.txt merge=union\n", "p.txt", "q.txt", false, clean},
+		{"union on the old name only", "p.txt merge=union\n", "p.txt", "q.txt", false, conflict},
+		{"union on the new name only", "q.txt merge=union\n", "p.txt", "q.txt", false, clean},
+		{"union on the old name only, the PR renames", "p.txt merge=union\n", "p.txt", "q.txt", true, conflict},
+		{"union on the new name only, the PR renames", "q.txt merge=union\n", "p.txt", "q.txt", true, clean},
+		{"-merge on the new name only", "*.txt merge=union\nq.txt -merge\n", "p.txt", "q.txt", false, conflict},
+	} {
+		b := map[string]file{".gitattributes": reg(ac.attrs), ac.from: reg(orig)}
+		ours := with(b, map[string]file{ac.from: {}, ac.to: reg(edit([]int{5}, "ours"))})
+		theirs := with(b, map[string]file{ac.from: reg(edit([]int{5}, "theirs"))})
+		if ac.prRenames {
+			ours, theirs = theirs, ours
+		}
+		pre := "attr-" + strings.ReplaceAll(ac.name, " ", "-") + "-"
+		shas := f.build(
+			commitSpec{ref: pre + "base", files: b},
+			commitSpec{ref: pre + "ours", parents: []string{pre + "base"}, files: ours},
+			commitSpec{ref: pre + "theirs", parents: []string{pre + "base"}, files: theirs},
+		)
+		gitTree, gitClean := f.mergeTreeWithAttributes(shas[pre+"ours"], shas[pre+"theirs"])
+		res, err := f.repo.Merge(request(pre+"theirs", pre+"ours", shas[pre+"theirs"], StrategyMerge, 1000))
+		ce, isConflict := IsConflict(err)
+		switch {
+		case err == nil:
+			if tree := f.rev(res.MergeSHA + "^{tree}"); !gitClean || tree != gitTree {
+				t.Errorf("%s: merged to %s; git: %s clean %v", ac.name, tree, gitTree, gitClean)
+			}
+			if ac.want != clean {
+				t.Errorf("%s: merged; want %s", ac.name, ac.want)
+			}
+		case isConflict:
+			if ac.want == clean {
+				t.Errorf("%s: conflict %q; want clean", ac.name, ce)
+			}
+			if gitClean {
+				t.Errorf("%s: conflict %q; git merges", ac.name, ce)
+			}
+			t.Logf("%s: conflict %q (git clean %v)", ac.name, ce, gitClean)
+		default:
+			t.Fatalf("%s: %v", ac.name, err)
+		}
+	}
+}
