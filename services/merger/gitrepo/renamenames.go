@@ -10,7 +10,8 @@ import (
 
 // A file one side deleted and the other changed is a conflict here, as in
 // git — unless git sees the deletion as a rename, and then merges the
-// change into the new name, cleanly. Renames are not merged here; such a
+// change into the new name, cleanly. Renames whose pairing is beyond doubt
+// are merged (renamemerge.go, inexactrenames.go); for the rest, such a
 // refusal says so, naming the likely new name, so that its reason names
 // the case rather than a modify/delete conflict git does not report.
 
