@@ -47,8 +47,11 @@ const (
 	// maxRenameSide bounds each side's deletions and additions considered
 	// (far below git's merge.renameLimit, 7000).
 	maxRenameSide = 500
-	// maxRenameBlob is the largest blob compared.
+	// maxRenameBlob is the largest blob compared, and maxRenameRead the
+	// most bytes of blobs one merge reads for its estimates; beyond it, no
+	// further pair is merged.
 	maxRenameBlob = 1 << 20
+	maxRenameRead = 64 << 20
 	// chunkMax is the longest chunk: longer lines are cut.
 	chunkMax = 64
 )
@@ -80,8 +83,8 @@ func (m *treeMerge) findInexactRenames(base plumbing.Hash, sides []renameSide) e
 			if err != nil {
 				return err
 			}
-			if !changed.isRegular() || changed.hash == d.e.hash {
-				continue
+			if !changed.isRegular() || changed == d.e {
+				continue // not a file there, or unchanged: the tree merge is right as it is
 			}
 			a, ok, err := sims.soleMatch(d, del, add)
 			if err != nil {
@@ -193,6 +196,7 @@ type simCache struct {
 	r      *Repo
 	chunks map[plumbing.Hash]map[string]int // chunk → occurrences; nil: not comparable (binary, too large)
 	sizes  map[plumbing.Hash]int64
+	read   int64 // bytes of blobs read
 }
 
 // soleMatch finds the added file git pairs with deleted file d, if that is
@@ -279,7 +283,8 @@ func (c *simCache) size(h plumbing.Hash) (int64, error) {
 	return s, nil
 }
 
-// text returns blob h's chunks (nil for a binary, empty or too large blob).
+// text returns blob h's chunks (nil for a binary, empty or too large
+// blob, or once the read budget is spent).
 func (c *simCache) text(h plumbing.Hash) (map[string]int, error) {
 	if ch, ok := c.chunks[h]; ok {
 		return ch, nil
@@ -289,7 +294,8 @@ func (c *simCache) text(h plumbing.Hash) (map[string]int, error) {
 		return nil, err
 	}
 	var ch map[string]int
-	if size > 0 && size <= maxRenameBlob {
+	if size > 0 && size <= maxRenameBlob && c.read+size <= maxRenameRead {
+		c.read += size
 		s, err := c.r.readBlob(h)
 		if err != nil {
 			return nil, err
