@@ -52,7 +52,7 @@ func (m *treeMerge) nameRenames(base plumbing.Hash, addedByOurs, addedByTheirs [
 				return err
 			}
 			if maybe {
-				c.why = fmt.Sprintf("%s (may be renamed to %s by %s: a rename on one side and a change on the other is not merged)", c.why, a.path, who)
+				c.why = fmt.Sprintf("%s (may be renamed to %s by %s: a rename on one side and a change on the other is merged only where git's pairing is beyond doubt)", c.why, a.path, who)
 				break
 			}
 		}
