@@ -475,6 +475,13 @@ func (m *treeMerge) mergeStyle(p string) (lineStyle, string, error) {
 	if *m.renorm != "" {
 		return 0, *m.renorm, nil
 	}
+	if m.diff3 == nil {
+		style, err := m.r.conflictStyleConfig()
+		if err != nil {
+			return 0, "", err
+		}
+		m.diff3 = &style
+	}
 	if m.attrs == nil {
 		var err error
 		if m.attrs, err = m.r.newMergeAttributes(m.attrRoot); err != nil {
@@ -489,10 +496,16 @@ func (m *treeMerge) mergeStyle(p string) (lineStyle, string, error) {
 	case st.kind == attrValue && m.attrs.drivers[st.value]:
 		// A driver the repository's config defines: git runs it.
 	case st.kind == attrUnspecified || st.kind == attrSet || st.kind == attrValue && st.value == "text":
+		if *m.diff3 != "" {
+			return lineStyleDiff3, "", nil
+		}
 		return lineStyleText, "", nil
 	case st.kind == attrUnset || st.value == "binary":
 		return 0, "content changed on both sides of a file whose merge attribute is binary (git does not merge it)", nil
 	case st.value == "union":
+		if *m.diff3 != "" {
+			return 0, fmt.Sprintf("content changed on both sides of a file whose merge attribute is union, and merge.conflictStyle is %s (not supported; not merged line by line)", *m.diff3), nil
+		}
 		return lineStyleUnion, "", nil
 	}
 	return 0, fmt.Sprintf("content changed on both sides of a file with merge driver %q (custom merge drivers are not run)", st.value), nil
@@ -514,4 +527,24 @@ func (r *Repo) renormalizeConfig() (string, error) {
 		return "", nil
 	}
 	return "content changed on both sides, and merge.renormalize is configured (not supported; not merged line by line)", nil
+}
+
+// conflictStyleConfig returns merge.conflictStyle if it is diff3 or
+// zdiff3 (lower case), else "". With those styles git leaves a conflict
+// whose two sides read the same a conflict (it does not refine conflicts
+// as its default style does), and its union merge writes conflicts
+// unrefined.
+func (r *Repo) conflictStyleConfig() (string, error) {
+	cfg, err := r.st.Config()
+	if err != nil {
+		return "", fmt.Errorf("read config: %w", err)
+	}
+	if cfg.Raw == nil {
+		return "", nil
+	}
+	switch v := strings.ToLower(cfg.Raw.Section("merge").Options.Get("conflictStyle")); v {
+	case "diff3", "zdiff3":
+		return v, nil
+	}
+	return "", nil
 }

@@ -21,13 +21,17 @@
 // virtual base, the merge of its merge bases, as git's merge-ort does
 // (virtualbase.go); bases that do not merge cleanly, or more than two, are
 // a conflict. It never guesses: where git's own merge (merge-ort) might
-// reach a different clean result — inexact renames (an exact rename on one
-// side is merged with the other side's change where git's pairing is
-// beyond doubt, renamemerge.go), a directory one side removed and the
-// other adds to, symlink and submodule changes on both sides, unusual file
+// reach a different clean result — renames git might pair otherwise (a
+// rename on one side, exact or with changed contents, is merged with the
+// other side's change where git's pairing is beyond doubt:
+// renamemerge.go, and inexactrenames.go, which estimates git's
+// similarity score and keeps clear of its 50% threshold), a directory one
+// side removed and the other adds to, symlink and submodule changes on
+// both sides, unusual file
 // modes, binary files, files too large to merge line by line, lines
 // repeated so often that git aligns them with another diff,
-// merge.renormalize — it reports a conflict instead, with a reason naming
+// merge.renormalize, merge.conflictStyle diff3 where it changes git's
+// result — it reports a conflict instead, with a reason naming
 // the case. Every clean tree it writes is the tree `git merge-tree
 // --write-tree <target> <head>` writes (with the target's attributes); the
 // differential tests hold it to that against the git command, on random

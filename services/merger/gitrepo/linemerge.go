@@ -36,6 +36,10 @@ const (
 	lineStyleText lineStyle = iota
 	// lineStyleUnion is git's merge=union: ours' lines, then theirs'.
 	lineStyleUnion
+	// lineStyleDiff3 is the text merge with merge.conflictStyle diff3 or
+	// zdiff3: a cluster whose two sides read the same (but change
+	// different base lines) is not resolved; it stays a conflict.
+	lineStyleDiff3
 )
 
 // joinGap is the most unchanged lines between two conflicts that git's
@@ -96,6 +100,9 @@ func mergeLines(baseText, oursText, theirsText string, style lineStyle) (merged,
 		for _, r := range rs {
 			if r.kind == conflicting {
 				return "", "content conflict: both sides changed the same or adjacent lines"
+			}
+			if r.kind == resolved && style == lineStyleDiff3 {
+				return "", "content conflict: both sides changed the same or adjacent lines alike, from different base lines (with merge.conflictStyle diff3, git leaves it a conflict)"
 			}
 		}
 	}

@@ -20,9 +20,9 @@ import (
 //   - the other side has nothing at the new name.
 //
 // The result: nothing at the old name, and at the new name the other
-// side's contents with the modes merged. Everything else about renames is
-// left to renames.go and the refusals there (inexact renames: git's
-// similarity score decides, and it is not reproduced).
+// side's contents with the modes merged. Renames with changed contents
+// are paired by inexactrenames.go; everything else about renames is left
+// to renames.go and the refusals there.
 
 // renameFix is one such rename: at old nothing, at new the entry.
 type renameFix struct {
@@ -110,7 +110,7 @@ func (m *treeMerge) findExactRenames(base, ours, theirs plumbing.Hash) error {
 			}
 		}
 	}
-	return nil
+	return m.findInexactRenames(base, []renameSide{{delOurs, addOurs, theirs, true}, {delTheirs, addTheirs, ours, false}})
 }
 
 // sideLists are the files each side deleted and added, computed once.

@@ -10,7 +10,8 @@ import (
 
 // A file one side deleted and the other changed is a conflict here, as in
 // git — unless git sees the deletion as a rename, and then merges the
-// change into the new name, cleanly. Renames are not merged here; such a
+// change into the new name, cleanly. Renames whose pairing is beyond doubt
+// are merged (renamemerge.go, inexactrenames.go); for the rest, such a
 // refusal says so, naming the likely new name, so that its reason names
 // the case rather than a modify/delete conflict git does not report.
 
@@ -51,7 +52,7 @@ func (m *treeMerge) nameRenames(base plumbing.Hash, addedByOurs, addedByTheirs [
 				return err
 			}
 			if maybe {
-				c.why = fmt.Sprintf("%s (may be renamed to %s by %s: a rename on one side and a change on the other is not merged)", c.why, a.path, who)
+				c.why = fmt.Sprintf("%s (may be renamed to %s by %s: a rename on one side and a change on the other is merged only where git's pairing is beyond doubt)", c.why, a.path, who)
 				break
 			}
 		}

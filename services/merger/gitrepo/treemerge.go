@@ -32,6 +32,7 @@ type treeMerge struct {
 	attrRoot plumbing.Hash
 	attrs    *mergeAttributes
 	renorm   *string // why no file may be line-merged ("" none); read once
+	diff3    *string // merge.conflictStyle if diff3 or zdiff3; read once
 
 	// fixes are exact renames merged with the other side's change
 	// (renamemerge.go), by old and new path; fixDirs the directories above
