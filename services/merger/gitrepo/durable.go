@@ -7,7 +7,7 @@ import (
 
 // Options of a Repos.
 type Options struct {
-	// Sync is PRSAGA_DURABILITY=sync (DESIGN §5): new objects, the ref's
+	// Sync is PRSAGA_DURABILITY=sync (design §5): new objects, the ref's
 	// new value and the directories they were added to are fsynced before
 	// the ref moves, and the refs directory after, so that a merge
 	// survives power loss. Without it (process) nothing is fsynced: a
