@@ -15,7 +15,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // runCLIEnv runs the CLI with the given environment.
@@ -128,7 +128,7 @@ func TestDLQListShowRedrive(t *testing.T) {
 
 	// A valid request, dead-lettered as if by a validator that had a bug.
 	r := request("acme/widgets", 42, "feature/hello", head)
-	e, err := contracts.NewRequested(runner.NewID(), "https://forge.test", time.Now(), r, "")
+	e, err := contracts.NewRequested(step.NewID(), "https://forge.test", time.Now(), r, "")
 	if err != nil {
 		t.Fatal(err)
 	}

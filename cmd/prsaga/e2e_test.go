@@ -14,7 +14,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/config"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // testConfig is the default configuration rooted in a temp dir.
@@ -111,7 +111,7 @@ func TestEndToEndMerged(t *testing.T) {
 		t.Fatalf("post status: %v", err)
 	}
 	r := request("acme/widgets", 42, "feature/hello", head)
-	id := runner.NewID()
+	id := step.NewID()
 	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), r, "")
 	if err != nil {
 		t.Fatal(err)

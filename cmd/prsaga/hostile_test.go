@@ -16,7 +16,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // outcome is where design §3 says a bad message ends.
@@ -300,7 +300,7 @@ func TestHostileInput(t *testing.T) {
 	// publish, or (published later, past the window) the consumers' inboxes
 	// drop it.
 	r := request("acme/widgets", 42, "feature/hello", head)
-	id := runner.NewID()
+	id := step.NewID()
 	first, err := contracts.NewRequested(id, "https://forge.test", time.Now(), r, "")
 	if err != nil {
 		t.Fatal(err)
@@ -394,7 +394,7 @@ func TestDuplicateIDInFlightTogether(t *testing.T) {
 	ids := map[int]string{}
 	for i := 0; i < pairs; i++ {
 		repo := "dup/r" + strconv.Itoa(i)
-		ids[i] = runner.NewID()
+		ids[i] = step.NewID()
 		for k, n := range []int{1, 2} { // the first body, then the second under the same id
 			e, err := contracts.NewRequested(ids[i], "https://forge.test", time.Now(), request(repo, n, "feature/x", heads[i]), "")
 			if err != nil {

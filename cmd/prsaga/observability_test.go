@@ -28,6 +28,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // spanService is the service.name of a span's resource.
@@ -363,7 +364,7 @@ func TestObservabilityTraceFollowsARun(t *testing.T) {
 	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
 		t.Fatal(err)
 	}
-	id := runner.NewID()
+	id := step.NewID()
 	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), request("acme/widgets", 42, "feature/hello", head), "")
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/merger/gitrepo"
 )
 
@@ -82,7 +82,7 @@ func TestMergerDiesHoldingARefLockInAContainer(t *testing.T) {
 	}
 	defer b.Close()
 	for _, r := range reqs {
-		e, err := contracts.NewRequested(runner.NewID(), "urn:prsaga:reflock-test", time.Now(), r, "")
+		e, err := contracts.NewRequested(step.NewID(), "urn:prsaga:reflock-test", time.Now(), r, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/indexer/bleveindex"
 	"github.com/prsaga/prsaga/services/indexer/rebuild"
 )
@@ -97,7 +97,7 @@ func TestReindex(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := request(repo, 10+i, "feature/hello", head)
-		e, err := contracts.NewRequested(runner.NewID(), "https://forge.example/acme", time.Now(), r, "")
+		e, err := contracts.NewRequested(step.NewID(), "https://forge.example/acme", time.Now(), r, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestReindex(t *testing.T) {
 	// A later notified event of a PR (a replay with a new title) wins.
 	n := *evs[0].Payload.(*contracts.Notified)
 	n.Title = "Renamed later"
-	e, err := contracts.Follow(evs[0].Event, runner.NewID(), contracts.TypeNotified, contracts.ServiceNotifier, time.Now(), n)
+	e, err := contracts.Follow(evs[0].Event, step.NewID(), contracts.TypeNotified, contracts.ServiceNotifier, time.Now(), n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/sample"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // TestReplicas runs the scale-out shape of design §9 on one host: one
@@ -111,7 +111,7 @@ func TestReplicas(t *testing.T) {
 	runs := make(map[string]string, prs) // pr id -> correlation id
 	start := time.Now()
 	for _, r := range reqs {
-		id := runner.NewID()
+		id := step.NewID()
 		e, err := contracts.NewRequested(id, "urn:prsaga:replicas-test", time.Now(), r, "")
 		if err != nil {
 			t.Fatal(err)

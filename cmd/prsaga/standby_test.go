@@ -18,7 +18,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // TestStandbyIndexerTakesOver runs two `prsaga serve indexer` processes on
@@ -102,7 +102,7 @@ func TestStandbyIndexerTakesOver(t *testing.T) {
 	defer b.Close()
 	runs := make(map[string]string, prs)
 	for _, r := range reqs {
-		id := runner.NewID()
+		id := step.NewID()
 		e, err := contracts.NewRequested(id, "urn:prsaga:standby-test", time.Now(), r, "")
 		if err != nil {
 			t.Fatal(err)

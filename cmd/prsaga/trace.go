@@ -248,8 +248,8 @@ func transitions(entries []traceEntry) []int {
 	return fromLogs
 }
 
-// step is one visit of a state.
-type step struct {
+// visit is one visit of a state.
+type visit struct {
 	State   string
 	Start   time.Time
 	Length  time.Duration
@@ -257,12 +257,12 @@ type step struct {
 }
 
 // steps lists the run's visits of its states, in order.
-func steps(entries []traceEntry) []step {
-	var out []step
+func steps(entries []traceEntry) []visit {
+	var out []visit
 	ts := transitions(entries)
 	for i, t := range ts {
 		e := entries[t]
-		s := step{State: e.ToState, Start: e.Time}
+		s := visit{State: e.ToState, Start: e.Time}
 		switch {
 		case i+1 < len(ts):
 			s.Length = entries[ts[i+1]].Time.Sub(e.Time)

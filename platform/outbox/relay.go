@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/platform/backoff"
+	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/platform/store"
 )
@@ -332,7 +333,7 @@ func (r *Relay) publishSync(ctx context.Context, rows []store.OutboxRow) ([]stri
 				return sent, err
 			}
 		}
-		msg := row.Msg()
+		msg := bus.RowMsg(row)
 		end := r.publishing(ctx, msg)
 		_, err := r.Pub.PublishMsg(ctx, msg)
 		end(err)
@@ -354,7 +355,7 @@ func (r *Relay) publishAsync(ctx context.Context, ap AsyncPublisher, rows []stor
 				break
 			}
 		}
-		msg := row.Msg()
+		msg := bus.RowMsg(row)
 		end := r.publishing(ctx, msg)
 		f, err := ap.PublishMsgAsync(msg)
 		if err != nil {

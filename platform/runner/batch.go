@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 )
 
@@ -18,7 +19,7 @@ type unit struct {
 	m      jetstream.Msg
 	env    contracts.Envelope
 	log    *slog.Logger
-	commit Commit
+	commit step.Commit
 	// ctx is the context of its handling (with its span), end the end of
 	// its telemetry (see finish), gaveUp whether it is the last delivery's
 	// step_failed.

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/prsaga/prsaga/platform/store"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/prsaga/prsaga/platform/step"
+	"github.com/prsaga/prsaga/platform/store"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
@@ -78,7 +80,7 @@ func start(t testing.TB, s setup) *harness {
 	}
 	if s.out == nil {
 		s.out = func(env contracts.Envelope) (*event.Event, error) {
-			return contracts.Follow(env.Event, runner.NewID(), contracts.TypeMergeValidated, contracts.ServiceValidator, time.Now(),
+			return contracts.Follow(env.Event, step.NewID(), contracts.TypeMergeValidated, contracts.ServiceValidator, time.Now(),
 				contracts.Validated{Request: env.Req(), BaseSHA: strings.Repeat("b", 40), Checks: []contracts.Check{{Context: "ci", State: "success"}}})
 		}
 	}
@@ -95,7 +97,7 @@ func start(t testing.TB, s setup) *harness {
 	}()
 	t.Cleanup(func() { stopRelay(); <-relayDone })
 
-	handle := func(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+	handle := func(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 		h.calls.Add(1)
 		if s.effect != nil {
 			if err := s.effect(ctx, env); err != nil {
@@ -120,9 +122,9 @@ func start(t testing.TB, s setup) *harness {
 			return nil
 		}, nil
 	}
-	handleBatch := func(ctx context.Context, envs []contracts.Envelope, logs []*slog.Logger) ([]runner.Commit, []error) {
+	handleBatch := func(ctx context.Context, envs []contracts.Envelope, logs []*slog.Logger) ([]step.Commit, []error) {
 		h.batches.Add(1)
-		commits, errs := make([]runner.Commit, len(envs)), make([]error, len(envs))
+		commits, errs := make([]step.Commit, len(envs)), make([]error, len(envs))
 		for i, env := range envs {
 			commits[i], errs[i] = handle(ctx, env, logs[i])
 		}

@@ -1,7 +1,7 @@
 // Package runner is the one consume → transaction → ack loop every service
 // uses (design §5): inbox check, the step's side effect outside any
 // transaction, one transaction {inbox, own state, outbox}, ack. A service
-// supplies only its Handler (or a BatchHandler).
+// supplies only its step.Handler (or a step.BatchHandler).
 //
 // Under load a worker commits the messages already waiting for it together
 // (Config.Batch, BatchWindow): one transaction, each message in its own
@@ -24,26 +24,9 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 )
-
-// Commit is the part of handling that runs inside the transaction: the
-// service's own state changes and its outgoing events (tx.Emit). It may run
-// more than once and must have no side effects outside tx.
-type Commit func(tx store.Tx) error
-
-// Handler handles one event. It runs the step's side effect — idempotently,
-// checking the world first, since a crash may repeat it — and returns the
-// Commit. An error means "try again later": the message is Nak'ed with
-// backoff and redelivered.
-type Handler func(ctx context.Context, env contracts.Envelope, log *slog.Logger) (Commit, error)
-
-// BatchHandler handles several events in one call, for a side effect that
-// is much cheaper in bulk (one search-index write for many documents). It
-// returns one Commit and one error per event, in the order given: an error
-// retries that event alone. Like a Handler it runs outside any transaction
-// and must be idempotent; logs[i] is envs[i]'s logger.
-type BatchHandler func(ctx context.Context, envs []contracts.Envelope, logs []*slog.Logger) ([]Commit, []error)
 
 // Store is what the runner needs of a service's database.
 type Store interface {
@@ -71,10 +54,10 @@ type Config struct {
 	Consumer bus.ConsumerSpec
 	Bus      *bus.Bus
 	Store    Store
-	Handle   Handler
+	Handle   step.Handler
 	// HandleBatch, when set, is used instead of Handle: each batch of
 	// messages (up to Batch, what is already delivered) goes to one call.
-	HandleBatch BatchHandler
+	HandleBatch step.BatchHandler
 	Log         *slog.Logger
 	// Step is the saga step this consumer performs. With Consumer.GiveUp, the
 	// last allowed delivery skips the handler and emits

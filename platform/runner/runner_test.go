@@ -14,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 func TestHappyPath(t *testing.T) {
@@ -166,7 +167,7 @@ func TestStepEventFromWrongSourceIsDeadLettered(t *testing.T) {
 		durable: contracts.ConsumerMerger,
 		subject: contracts.SubjectMergeValidated,
 		out: func(env contracts.Envelope) (*event.Event, error) {
-			return contracts.Follow(env.Event, runner.NewID(), contracts.TypeMerged, contracts.ServiceMerger, time.Now(),
+			return contracts.Follow(env.Event, step.NewID(), contracts.TypeMerged, contracts.ServiceMerger, time.Now(),
 				contracts.Merged{Request: env.Req(), MergeSHA: strings.Repeat("c", 40)})
 		},
 	})

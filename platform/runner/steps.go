@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -15,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/platform/logging"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 )
 
@@ -108,7 +108,7 @@ func (r *Runner) lastDelivery(m jetstream.Msg) bool {
 	return err == nil && int(md.NumDelivered) >= r.cfg.Bus.Config().MaxDeliver
 }
 
-func (r *Runner) exhausted(env contracts.Envelope) (Commit, error) {
+func (r *Runner) exhausted(env contracts.Envelope) (step.Commit, error) {
 	max := r.cfg.Bus.Config().MaxDeliver
 	f := contracts.StepFailed{
 		Request:   env.Req(),
@@ -117,7 +117,7 @@ func (r *Runner) exhausted(env contracts.Envelope) (Commit, error) {
 		Reason:    fmt.Sprintf("%s gave up after %d deliveries of %s", r.cfg.Service, max, env.Event.ID()),
 		Retryable: true,
 	}
-	out, err := contracts.Follow(env.Event, NewID(), contracts.TypeStepFailed, r.cfg.Service, r.cfg.Now(), f)
+	out, err := contracts.Follow(env.Event, step.NewID(), contracts.TypeStepFailed, r.cfg.Service, r.cfg.Now(), f)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +175,3 @@ func (r *Runner) deadLetter(ctx context.Context, m jetstream.Msg, reason string)
 	log.WarnContext(ctx, "message dead-lettered", "dlq_subject", contracts.DLQSubject(r.cfg.Consumer.Durable))
 	r.ack(ctx, m, log)
 }
-
-// NewID returns a new event id (UUIDv7: time-ordered, so ids sort by creation).
-func NewID() string { return uuid.Must(uuid.NewV7()).String() }

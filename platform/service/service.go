@@ -12,6 +12,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/outbox"
 	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 )
 
@@ -19,10 +20,10 @@ import (
 type Consumer struct {
 	Spec   bus.ConsumerSpec
 	Step   contracts.State // the step it performs, for retries_exhausted
-	Handle runner.Handler
+	Handle step.Handler
 	// HandleBatch, when set, replaces Handle: one call per batch of
-	// events (see runner.BatchHandler).
-	HandleBatch runner.BatchHandler
+	// events (see step.BatchHandler).
+	HandleBatch step.BatchHandler
 	// Workers overrides Options.Workers for this consumer; 1 handles
 	// messages in stream order (the ledger's projection reads best so).
 	Workers int

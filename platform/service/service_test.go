@@ -2,15 +2,16 @@ package service_test
 
 import (
 	"context"
-	"github.com/prsaga/prsaga/platform/store"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/prsaga/prsaga/platform/step"
+	"github.com/prsaga/prsaga/platform/store"
+
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
-	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 )
@@ -23,8 +24,8 @@ func TestServiceConsumesAndRelays(t *testing.T) {
 	_, b := natstest.Start(t, bus.Config{})
 	db := sqlitetest.Open(t)
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	onRequested := func(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
-		out, err := contracts.Follow(env.Event, runner.NewID(), contracts.TypeMergeValidated, contracts.ServiceValidator, time.Now(),
+	onRequested := func(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
+		out, err := contracts.Follow(env.Event, step.NewID(), contracts.TypeMergeValidated, contracts.ServiceValidator, time.Now(),
 			contracts.Validated{Request: env.Req()})
 		if err != nil {
 			return nil, err

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/prsaga/prsaga/platform/store"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/platform/store"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
@@ -38,7 +39,7 @@ func TestOutboxEmitUnsentMarkSent(t *testing.T) {
 	if !r.CreatedAt.Equal(t1) {
 		t.Errorf("row created_at: got %v, want the first tx's time %v", r.CreatedAt, t1)
 	}
-	msg := r.Msg()
+	msg := bus.RowMsg(r)
 	if got := msg.Header.Get(bus.HeaderMsgID); got != "e-1" {
 		t.Errorf("row Nats-Msg-Id: got %q, want e-1", got)
 	}

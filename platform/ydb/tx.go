@@ -11,6 +11,7 @@ import (
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 	"github.com/ydb-platform/ydb-go-sdk/v3/types"
 
+	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/store"
 )
 
@@ -146,7 +147,7 @@ func (tx *Tx) Emit(evs ...*event.Event) error {
 		if tx.emitted[e.ID()] {
 			continue
 		}
-		row, err := store.NewOutboxRow(e, tx.now)
+		row, err := bus.OutboxRow(e, tx.now)
 		if err != nil {
 			return err
 		}

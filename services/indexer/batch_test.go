@@ -13,8 +13,8 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/indexer"
 )
@@ -80,7 +80,7 @@ func batch(t *testing.T, n int) ([]contracts.Envelope, []*slog.Logger) {
 }
 
 // answerOf commits c and returns the one event it emitted.
-func answerOf(t *testing.T, c runner.Commit) contracts.Envelope {
+func answerOf(t *testing.T, c step.Commit) contracts.Envelope {
 	t.Helper()
 	if c == nil {
 		t.Fatal("no commit")

@@ -8,23 +8,23 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 )
 
 // OnNotified indexes the merged PR and answers indexed: OnNotifiedBatch
 // with one event.
-func (x *Indexer) OnNotified(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+func (x *Indexer) OnNotified(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 	commits, errs := x.OnNotifiedBatch(ctx, []contracts.Envelope{env}, []*slog.Logger{log})
 	return commits[0], errs[0]
 }
 
-var _ runner.BatchHandler = (*Indexer)(nil).OnNotifiedBatch
+var _ step.BatchHandler = (*Indexer)(nil).OnNotifiedBatch
 
 // OnNotifiedBatch indexes the merged PRs of envs in one index write and
 // answers each event on its own: commits[i] emits envs[i]'s indexed (or
 // step_failed) event, errs[i] says envs[i] is to be redelivered. It is the
-// consumer's runner.BatchHandler: bleve makes a segment per write, and the
+// consumer's step.BatchHandler: bleve makes a segment per write, and the
 // segments are merged in the background, so one write per batch instead of
 // one per event is most of the indexer's cost. logs[i] is envs[i]'s logger.
 //
@@ -51,8 +51,8 @@ var _ runner.BatchHandler = (*Indexer)(nil).OnNotifiedBatch
 // here, within one delivery; the whole retry takes at most the sum of
 // Backoff plus two writes per attempt, well inside the runner's AckWait/2
 // InProgress cadence.
-func (x *Indexer) OnNotifiedBatch(ctx context.Context, envs []contracts.Envelope, logs []*slog.Logger) ([]runner.Commit, []error) {
-	commits := make([]runner.Commit, len(envs))
+func (x *Indexer) OnNotifiedBatch(ctx context.Context, envs []contracts.Envelope, logs []*slog.Logger) ([]step.Commit, []error) {
+	commits := make([]step.Commit, len(envs))
 	errs := make([]error, len(envs))
 	var items []item
 	for i, env := range envs {
@@ -113,7 +113,7 @@ type item struct {
 }
 
 // answer turns an item's write outcome into its commit, or its error.
-func (x *Indexer) answer(ctx context.Context, env contracts.Envelope, it item, batch int, at time.Time) (runner.Commit, error) {
+func (x *Indexer) answer(ctx context.Context, env contracts.Envelope, it item, batch int, at time.Time) (step.Commit, error) {
 	n := it.n
 	var typ string
 	var payload any
@@ -128,7 +128,7 @@ func (x *Indexer) answer(ctx context.Context, env contracts.Envelope, it item, b
 			Reason: contracts.FitReason(fmt.Sprintf("the search index could not be written (%d attempts): %s", it.attempts, it.err)),
 		}
 	}
-	out, err := contracts.Follow(env.Event, runner.NewID(), typ, contracts.ServiceIndexer, at, payload)
+	out, err := contracts.Follow(env.Event, step.NewID(), typ, contracts.ServiceIndexer, at, payload)
 	if err != nil {
 		return nil, err
 	}

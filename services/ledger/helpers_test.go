@@ -17,9 +17,9 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/logging"
-	"github.com/prsaga/prsaga/platform/runner"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
@@ -59,7 +59,7 @@ type run struct {
 func newRun(t testing.TB, pr string) *run {
 	t.Helper()
 	r := &run{t: t, req: request(pr)}
-	e, err := contracts.NewRequested(runner.NewID(), "https://forge.test/acme", time.Now(), r.req, "ref-1")
+	e, err := contracts.NewRequested(step.NewID(), "https://forge.test/acme", time.Now(), r.req, "ref-1")
 	if err != nil {
 		t.Fatalf("requested: %v", err)
 	}
@@ -69,7 +69,7 @@ func newRun(t testing.TB, pr string) *run {
 
 func (r *run) follow(cause *event.Event, typ, service string, payload any) *event.Event {
 	r.t.Helper()
-	e, err := contracts.Follow(cause, runner.NewID(), typ, service, time.Now(), payload)
+	e, err := contracts.Follow(cause, step.NewID(), typ, service, time.Now(), payload)
 	if err != nil {
 		r.t.Fatalf("follow %s: %v", typ, err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
@@ -58,15 +58,15 @@ func failCode(step contracts.State) string {
 }
 
 // attempt lists one attempt's events: from trigger (the request or a
-// replay, which carries the attempt), the successes from step on, up to a
+// replay, which carries the attempt), the successes from `from` on, up to a
 // failure at fail ("" : to the end).
-func (r *run) attempt(trigger *event.Event, step, fail contracts.State, timeout bool) []*event.Event {
+func (r *run) attempt(trigger *event.Event, from, fail contracts.State, timeout bool) []*event.Event {
 	r.t.Helper()
-	all := r.successesFrom(step, trigger)
+	all := r.successesFrom(from, trigger)
 	if fail == "" {
 		return all
 	}
-	evs := all[:indexOf(fail)-indexOf(step)]
+	evs := all[:indexOf(fail)-indexOf(from)]
 	cause := trigger
 	if len(evs) > 0 {
 		cause = evs[len(evs)-1]
@@ -76,7 +76,7 @@ func (r *run) attempt(trigger *event.Event, step, fail contracts.State, timeout 
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		e, err := contracts.New("to-"+runner.NewID(), contracts.TypeTimedOut, contracts.SourceLedger, r.req.PRID, time.Now(),
+		e, err := contracts.New("to-"+step.NewID(), contracts.TypeTimedOut, contracts.SourceLedger, r.req.PRID, time.Now(),
 			contracts.TimedOut{Request: r.req, Step: fail, LastEventID: cause.ID(), Diagnosis: "stuck"},
 			contracts.Meta{CorrelationID: r.ev.ID(), CausationID: cause.ID(), Attempt: m.Attempt})
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
@@ -49,11 +49,11 @@ func indexOf(s contracts.State) int {
 	return -1
 }
 
-// timedOut is the watchdog's event for step at attempt 1 of the run.
-func (r *run) timedOut(step contracts.State, cause *event.Event) *event.Event {
+// timedOut is the watchdog's event for st at attempt 1 of the run.
+func (r *run) timedOut(st contracts.State, cause *event.Event) *event.Event {
 	r.t.Helper()
-	e, err := contracts.New("to-"+runner.NewID(), contracts.TypeTimedOut, contracts.SourceLedger, r.req.PRID, time.Now(),
-		contracts.TimedOut{Request: r.req, Step: step, LastEventID: cause.ID(), Diagnosis: "stuck"},
+	e, err := contracts.New("to-"+step.NewID(), contracts.TypeTimedOut, contracts.SourceLedger, r.req.PRID, time.Now(),
+		contracts.TimedOut{Request: r.req, Step: st, LastEventID: cause.ID(), Diagnosis: "stuck"},
 		contracts.Meta{CorrelationID: r.ev.ID(), CausationID: cause.ID(), Attempt: 1})
 	if err != nil {
 		r.t.Fatal(err)

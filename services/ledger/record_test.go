@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // saga_event keeps the whole CloudEvent in structured JSON: what is stored
@@ -18,7 +18,7 @@ func TestRecordedEventIsTheStructuredCloudEvent(t *testing.T) {
 	req := request("acme/widgets#7")
 	req.Title = "Fix <script>&amp; \"quotes\" \\ \u2028 café \x01 🎉"
 	req.RequestedBy = "o'brien <ob@example.com>"
-	e, err := contracts.NewRequested(runner.NewID(), "https://forge.test/acme?a=1&b=<2>", time.Now(), req, "ref-<&>")
+	e, err := contracts.NewRequested(step.NewID(), "https://forge.test/acme?a=1&b=<2>", time.Now(), req, "ref-<&>")
 	if err != nil {
 		t.Fatal(err)
 	}

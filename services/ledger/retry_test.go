@@ -12,14 +12,14 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/runner"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
 func (f *fixture) retrier(store *ledgersqlite.Store) *ledger.Retrier {
-	return &ledger.Retrier{Store: store, Proj: f.proj, NewID: runner.NewID, Log: f.log}
+	return &ledger.Retrier{Store: store, Proj: f.proj, NewID: step.NewID, Log: f.log}
 }
 
 func (f *fixture) retry(req ledger.RetryRequest) ledger.RetryAnswer {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 )
 
@@ -65,7 +65,7 @@ type Merger struct {
 }
 
 // OnValidated merges and returns the commit that emits the outcome.
-func (m *Merger) OnValidated(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+func (m *Merger) OnValidated(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 	v, ok := env.Payload.(*contracts.Validated)
 	if !ok {
 		return nil, fmt.Errorf("merger: unexpected payload %T", env.Payload)
@@ -82,7 +82,7 @@ func (m *Merger) OnValidated(ctx context.Context, env contracts.Envelope, log *s
 		if !refused {
 			return nil, fmt.Errorf("merge %s: %w", v.PRID, err)
 		}
-		out, ferr := contracts.Follow(env.Event, runner.NewID(), contracts.TypeStepFailed, contracts.ServiceMerger, m.Now(), f)
+		out, ferr := contracts.Follow(env.Event, step.NewID(), contracts.TypeStepFailed, contracts.ServiceMerger, m.Now(), f)
 		if ferr != nil {
 			return nil, ferr
 		}
@@ -95,7 +95,7 @@ func (m *Merger) OnValidated(ctx context.Context, env contracts.Envelope, log *s
 	if len(paths) > contracts.MaxListItems {
 		paths = paths[:contracts.MaxListItems]
 	}
-	out, err := contracts.Follow(env.Event, runner.NewID(), contracts.TypeMerged, contracts.ServiceMerger, m.Now(), contracts.Merged{
+	out, err := contracts.Follow(env.Event, step.NewID(), contracts.TypeMerged, contracts.ServiceMerger, m.Now(), contracts.Merged{
 		Request: v.Request, BaseSHA: res.BaseSHA, MergeSHA: res.MergeSHA,
 		AlreadyMerged: res.AlreadyMerged, ChangedPaths: paths,
 	})

@@ -14,7 +14,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding/format"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier/webhook"
 )
@@ -89,7 +89,7 @@ type outcome struct {
 // with the same X-Prsaga-Delivery id. Delivery rows are recorded either way.
 // If ctx ends first (the service is stopping) nothing is recorded and the
 // event is redelivered; receivers drop a repeat by its delivery id.
-func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 	m, ok := env.Payload.(*contracts.Merged)
 	if !ok {
 		return nil, fmt.Errorf("notifier: unexpected payload %T", env.Payload)
@@ -143,7 +143,7 @@ func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *sl
 	if n.Now != nil {
 		now = n.Now
 	}
-	ev, err := contracts.Follow(env.Event, runner.NewID(), typ, contracts.ServiceNotifier, now(), payload)
+	ev, err := contracts.Follow(env.Event, step.NewID(), typ, contracts.ServiceNotifier, now(), payload)
 	if err != nil {
 		return nil, err
 	}

@@ -161,7 +161,7 @@ func testOutboxOrderAndContent(t *testing.T, open Opener) {
 	if !r.CreatedAt.Equal(T0) {
 		t.Errorf("created_at = %v, want the tx's time %v", r.CreatedAt, T0)
 	}
-	msg := r.Msg()
+	msg := bus.RowMsg(r)
 	if got := msg.Header.Get(bus.HeaderMsgID); got != "e-1" {
 		t.Errorf("Nats-Msg-Id = %q, want e-1", got)
 	}

@@ -21,9 +21,9 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/httpx"
-	"github.com/prsaga/prsaga/platform/runner"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/httpapi"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
@@ -65,8 +65,8 @@ func newFixtureWith(t *testing.T, tune func(*httpapi.API)) *fixture {
 	store := ledgersqlite.NewStore(db)
 	clock := &atomicClock{}
 	clock.Set(now)
-	api := &httpapi.API{Sagas: store, Outbox: store, Now: clock.Now, NewID: runner.NewID,
-		Retrier: &ledger.Retrier{Store: store, Proj: &ledger.Projector{Now: clock.Now}, NewID: runner.NewID}}
+	api := &httpapi.API{Sagas: store, Outbox: store, Now: clock.Now, NewID: step.NewID,
+		Retrier: &ledger.Retrier{Store: store, Proj: &ledger.Projector{Now: clock.Now}, NewID: step.NewID}}
 	tune(api)
 	mux := http.NewServeMux()
 	api.Routes(mux)
@@ -103,7 +103,7 @@ func (f *fixture) seed(store *ledgersqlite.Store) {
 		}
 	}
 	follow := func(cause *event.Event, typ, svc string, p any) *event.Event {
-		e, err := contracts.Follow(cause, runner.NewID(), typ, svc, now, p)
+		e, err := contracts.Follow(cause, step.NewID(), typ, svc, now, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func (f *fixture) seed(store *ledgersqlite.Store) {
 	}
 	for _, pr := range []string{merged, failed, inflight} {
 		r := request(pr)
-		req, err := contracts.NewRequested(runner.NewID(), "https://forge.test", now, r, "")
+		req, err := contracts.NewRequested(step.NewID(), "https://forge.test", now, r, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,8 +332,8 @@ func (f *fixture) outbox() []contracts.Envelope {
 	}
 	var out []contracts.Envelope
 	for _, r := range rows {
-		if r.Subject != contracts.SubjectMergeRequested || r.Header.Get(bus.HeaderMsgID) != r.ID {
-			f.t.Fatalf("outbox row %s on %s with Nats-Msg-Id %q", r.ID, r.Subject, r.Header.Get(bus.HeaderMsgID))
+		if msgID := bus.RowMsg(r).Header.Get(bus.HeaderMsgID); r.Subject != contracts.SubjectMergeRequested || msgID != r.ID {
+			f.t.Fatalf("outbox row %s on %s with Nats-Msg-Id %q", r.ID, r.Subject, msgID)
 		}
 		e, err := bus.Decode(r.Header, r.Body)
 		if err != nil {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/runner"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/httpapi"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
@@ -45,8 +45,8 @@ func newFuzzLedger(f *testing.F) *fuzzLedger {
 	db := sqlitetest.Open(f, ledgersqlite.Migrations)
 	store := ledgersqlite.NewStore(db)
 	clock := func() time.Time { return now }
-	api := &httpapi.API{Sagas: store, Outbox: store, Now: clock, NewID: runner.NewID,
-		Retrier: &ledger.Retrier{Store: store, Proj: &ledger.Projector{Now: clock}, NewID: runner.NewID}}
+	api := &httpapi.API{Sagas: store, Outbox: store, Now: clock, NewID: step.NewID,
+		Retrier: &ledger.Retrier{Store: store, Proj: &ledger.Projector{Now: clock}, NewID: step.NewID}}
 	mux := http.NewServeMux()
 	api.Routes(mux)
 	proj := &ledger.Projector{Now: clock}
@@ -64,17 +64,17 @@ func newFuzzLedger(f *testing.F) *fuzzLedger {
 	}
 	for _, pr := range []string{failed, merged} {
 		r := request(pr)
-		req, err := contracts.NewRequested(runner.NewID(), "https://forge.test", now, r, "")
+		req, err := contracts.NewRequested(step.NewID(), "https://forge.test", now, r, "")
 		if err != nil {
 			f.Fatal(err)
 		}
 		apply(req)
 		var next *eventT
 		if pr == failed {
-			next, err = contracts.Follow(req, runner.NewID(), contracts.TypeStepFailed, contracts.ServiceValidator,
+			next, err = contracts.Follow(req, step.NewID(), contracts.TypeStepFailed, contracts.ServiceValidator,
 				now, contracts.StepFailed{Request: r, Step: contracts.StateValidating, Code: contracts.CodeChecksFailed, Reason: "red", Retryable: true})
 		} else {
-			next, err = contracts.Follow(req, runner.NewID(), contracts.TypeIndexed, contracts.ServiceIndexer,
+			next, err = contracts.Follow(req, step.NewID(), contracts.TypeIndexed, contracts.ServiceIndexer,
 				now, contracts.Indexed{Request: r, MergeSHA: mergeSHA})
 		}
 		if err != nil {

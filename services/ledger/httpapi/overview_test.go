@@ -12,7 +12,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
@@ -92,12 +92,12 @@ func TestSagaPage(t *testing.T) {
 	f := newFixture(t, nil)
 	const pr = "acme/hooks#5"
 	r := request(pr)
-	req, err := contracts.NewRequested(runner.NewID(), "https://forge.test", now, r, "")
+	req, err := contracts.NewRequested(step.NewID(), "https://forge.test", now, r, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	follow := func(cause *event.Event, typ, svc string, p any) *event.Event {
-		e, err := contracts.Follow(cause, runner.NewID(), typ, svc, now, p)
+		e, err := contracts.Follow(cause, step.NewID(), typ, svc, now, p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,9 +14,9 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
-	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/server"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
@@ -77,7 +77,7 @@ func TestTwoLedgerConsumersAcrossRuns(t *testing.T) {
 		var evs []*event.Event
 		var last want
 		for i := range 3 {
-			req, err := contracts.NewRequested(runner.NewID(), "https://forge.test", time.Now(), r, "")
+			req, err := contracts.NewRequested(step.NewID(), "https://forge.test", time.Now(), r, "")
 			if err != nil {
 				t.Fatal(err)
 			}

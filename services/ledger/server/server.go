@@ -12,8 +12,8 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/platform/logging"
-	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/httpapi"
@@ -97,14 +97,14 @@ func New(opts Options) (*Server, error) {
 	s.api = &httpapi.API{
 		Sagas:      store,
 		Outbox:     store,
-		Retrier:    &ledger.Retrier{Store: store, Proj: proj, NewID: runner.NewID, Log: log},
+		Retrier:    &ledger.Retrier{Store: store, Proj: proj, NewID: step.NewID, Log: log},
 		Tokens:     opts.OperatorTokens,
 		TokenNames: opts.TokenNames,
 		ReadTokens: opts.ReadTokens,
 		Timeouts:   wd.Timeouts,
 		SessionKey: opts.SessionKey,
 		Now:        now,
-		NewID:      runner.NewID,
+		NewID:      step.NewID,
 		Log:        log.With("component", "http"),
 	}
 	if opts.Bus != nil {
@@ -172,7 +172,7 @@ func (s *Server) Routes(mux *http.ServeMux) { s.api.Routes(mux) }
 // onSagaEvent projects one event. It has no side effect outside the
 // transaction: everything happens in the runner's commit, together with
 // the inbox row and the outbox.
-func (s *Server) onSagaEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+func (s *Server) onSagaEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 	return func(tx store.Tx) error {
 		ltx, err := s.store.Bind(tx)
 		if err != nil {

@@ -21,9 +21,9 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
-	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/server"
 )
@@ -163,7 +163,7 @@ func request(pr string) contracts.Request {
 
 func follow(t *testing.T, cause *event.Event, typ, service string, payload any) *event.Event {
 	t.Helper()
-	e, err := contracts.Follow(cause, runner.NewID(), typ, service, time.Now(), payload)
+	e, err := contracts.Follow(cause, step.NewID(), typ, service, time.Now(), payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestComponentHappyRun(t *testing.T) {
 	const pr = "acme/widgets#42"
 	r := request(pr)
 	const mergeSHA = "3333333333333333333333333333333333333333"
-	req, err := contracts.NewRequested(runner.NewID(), "https://forge.test", time.Now(), r, "ref-9")
+	req, err := contracts.NewRequested(step.NewID(), "https://forge.test", time.Now(), r, "ref-9")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestComponentFailure(t *testing.T) {
 	c := start(t)
 	const pr = "acme/widgets#7"
 	r := request(pr)
-	req, err := contracts.NewRequested(runner.NewID(), "https://forge.test", time.Now(), r, "")
+	req, err := contracts.NewRequested(step.NewID(), "https://forge.test", time.Now(), r, "")
 	if err != nil {
 		t.Fatal(err)
 	}

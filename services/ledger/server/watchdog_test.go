@@ -16,9 +16,9 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
-	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/server"
 )
@@ -73,7 +73,7 @@ func TestWatchdogFailsAStepThatNeverAnswers(t *testing.T) {
 	c := startLedger(t, b, filepath.Join(t.TempDir(), "ledger.sqlite"), &syncBuffer{})
 	const pr = "acme/widgets#9"
 	r := request(pr)
-	req, err := contracts.NewRequested(runner.NewID(), "https://forge.test", time.Now(), r, "")
+	req, err := contracts.NewRequested(step.NewID(), "https://forge.test", time.Now(), r, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestWatchdogTwoLedgersOneTimeoutPerRow(t *testing.T) {
 	for i := range n {
 		pr := contracts.PRID("acme/two", i+1)
 		prs = append(prs, pr)
-		req, err := contracts.NewRequested(runner.NewID(), "https://forge.test", time.Now(), request(pr), "")
+		req, err := contracts.NewRequested(step.NewID(), "https://forge.test", time.Now(), request(pr), "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
-	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // TestConflictWithoutCommonHistory: a PR branch with no history in common
@@ -27,7 +27,7 @@ func TestConflictWithoutCommonHistory(t *testing.T) {
 
 	ns, b := natstest.Start(t, busConfig)
 	db := startMerger(t, ns, busConfig, g.root, service.Options{})
-	validated(t, b, 9, "orphan", g.rev("orphan"), contracts.StrategyMerge, runner.NewID())
+	validated(t, b, 9, "orphan", g.rev("orphan"), contracts.StrategyMerge, step.NewID())
 	deadline := time.Now().Add(wait)
 	var failed []contracts.StepFailed
 	for len(failed) == 0 && time.Now().Before(deadline) {

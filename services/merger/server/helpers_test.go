@@ -17,10 +17,10 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed"
-	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/merger/server"
 )
 
@@ -172,7 +172,7 @@ func validated(t *testing.T, b *bus.Bus, n int, source, head, strategy, corr str
 		SourceBranch: source, TargetBranch: "main", HeadSHA: head, Strategy: strategy,
 		Title: fmt.Sprintf("PR %d", n), RequestedBy: "alice",
 	}
-	e, err := contracts.New(runner.NewID(), contracts.TypeMergeValidated, contracts.Source(contracts.ServiceValidator),
+	e, err := contracts.New(step.NewID(), contracts.TypeMergeValidated, contracts.Source(contracts.ServiceValidator),
 		req.PRID, time.Now(), contracts.Validated{Request: req}, contracts.Meta{CorrelationID: corr, CausationID: corr, Attempt: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // busConfig is shared by every connection of a test: the durable consumer
@@ -73,7 +74,7 @@ func TestFiftyPRsThroughTwoMergers(t *testing.T) {
 		if n%2 == 0 {
 			strategy = contracts.StrategySquash
 		}
-		id := runner.NewID()
+		id := step.NewID()
 		corr[id] = n
 		validated(t, b, n, fmt.Sprintf("pr%d", n), g.rev(fmt.Sprintf("pr%d", n)), strategy, id)
 	}
@@ -171,7 +172,7 @@ func TestCrashAfterMergeBeforeCommit(t *testing.T) {
 			cfg := busConfig
 			cfg.AckWait = 2 * time.Second
 			ns, b := natstest.Start(t, cfg)
-			corr := runner.NewID()
+			corr := step.NewID()
 			var crashed atomic.Bool
 			fault := func(point string, env contracts.Envelope) error {
 				if point == tc.point && env.Meta.CorrelationID == corr && crashed.CompareAndSwap(false, true) {

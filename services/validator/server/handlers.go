@@ -7,7 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/validator"
 )
@@ -17,7 +17,7 @@ import (
 // decision made, the lock taken and the answer emitted in one transaction —
 // atomic on either store: SQLite has one writer; on YDB a concurrent writer
 // of the lock invalidates this transaction's read and DoTx runs it again.
-func (s *Server) onMergeRequested(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+func (s *Server) onMergeRequested(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 	req := env.Req()
 	facts := validator.Facts{
 		CorrelationID: env.Meta.CorrelationID,
@@ -30,7 +30,7 @@ func (s *Server) onMergeRequested(ctx context.Context, env contracts.Envelope, l
 			return nil, err
 		}
 	}
-	id, at := runner.NewID(), s.now()
+	id, at := step.NewID(), s.now()
 	return func(tx store.Tx) error {
 		f := facts // the commit may run more than once
 		if err := s.readState(tx, &f); err != nil {
@@ -109,7 +109,7 @@ func (s *Server) readState(tx store.Tx, f *validator.Facts) error {
 
 // onLockEvent applies validated, merged, indexed, step_failed and timed_out
 // to the PR's lock (validator.Lock.After has the rules).
-func (s *Server) onLockEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (runner.Commit, error) {
+func (s *Server) onLockEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 	prID := env.Req().PRID
 	return func(tx store.Tx) error {
 		lock, err := s.tables.Lock(tx, prID)

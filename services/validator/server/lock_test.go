@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/validator"
 	"github.com/prsaga/prsaga/services/validator/server"
 )
@@ -24,7 +24,7 @@ func pr(n int, source, target, head string) contracts.Request {
 // send publishes a client's request and returns its id (the run).
 func (h *harness) send(r contracts.Request) string {
 	h.t.Helper()
-	id := runner.NewID()
+	id := step.NewID()
 	e, err := contracts.NewRequested(id, "https://forge.example/test", time.Now(), r, "")
 	if err != nil {
 		h.t.Fatal(err)
@@ -37,7 +37,7 @@ func (h *harness) send(r contracts.Request) string {
 // returns the replayed event's id.
 func (h *harness) retry(r contracts.Request, run string, attempt int) string {
 	h.t.Helper()
-	id := runner.NewID()
+	id := step.NewID()
 	e, err := contracts.New(id, contracts.TypeMergeRequested, contracts.SourceLedger, r.PRID, time.Now(), r,
 		contracts.Meta{CorrelationID: run, Attempt: attempt, ReplayOf: run})
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/validator"
 )
 
@@ -30,7 +30,7 @@ func TestLockFollowsRetryAtMerging(t *testing.T) {
 		contracts.TimedOut{Request: req, Step: contracts.StateMerging, Deadline: time.Now(), LastEventID: a, Diagnosis: "slow"})
 
 	// The retry at MERGING: the ledger replays the validated event.
-	replay, err := contracts.New(runner.NewID(), contracts.TypeMergeValidated, contracts.SourceLedger, req.PRID, time.Now(), va,
+	replay, err := contracts.New(step.NewID(), contracts.TypeMergeValidated, contracts.SourceLedger, req.PRID, time.Now(), va,
 		contracts.Meta{CorrelationID: a, CausationID: a, Attempt: 2, ReplayOf: h.out.answer(a).Event.ID()})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestLockFollowsRetryAtMerging(t *testing.T) {
 	}
 	// A's replay of attempt 2, redelivered now, does not take the lock back.
 	h.publish(replay) // same id: JetStream's dedupe or the inbox drops it
-	again, err := contracts.New(runner.NewID(), contracts.TypeMergeValidated, contracts.SourceLedger, req.PRID, time.Now(), va,
+	again, err := contracts.New(step.NewID(), contracts.TypeMergeValidated, contracts.SourceLedger, req.PRID, time.Now(), va,
 		contracts.Meta{CorrelationID: a, CausationID: a, Attempt: 2, ReplayOf: h.out.answer(a).Event.ID()})
 	if err != nil {
 		t.Fatal(err)

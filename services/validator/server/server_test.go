@@ -17,10 +17,10 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
-	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/validator"
 	"github.com/prsaga/prsaga/services/validator/internal/gittest"
 	"github.com/prsaga/prsaga/services/validator/server"
@@ -124,7 +124,7 @@ func (h *harness) getJSON(path, want string) {
 // request publishes a merge request of PR #n and returns its id (the run).
 func (h *harness) request(n int, source, target, head, strategy string) string {
 	h.t.Helper()
-	id := runner.NewID()
+	id := step.NewID()
 	e, err := contracts.NewRequested(id, "https://forge.example/test", time.Now(), contracts.Request{
 		PRID: contracts.PRID("acme/widgets", n), Repo: "acme/widgets", PRNumber: n,
 		SourceBranch: source, TargetBranch: target, HeadSHA: head,
@@ -149,7 +149,7 @@ func (h *harness) publish(e *event.Event) {
 // follow publishes an event of another service in run (correlation id) of PR #n.
 func (h *harness) follow(typ, service string, n int, run string, attempt int, payload any) *event.Event {
 	h.t.Helper()
-	e, err := contracts.New(runner.NewID(), typ, contracts.Source(service), contracts.PRID("acme/widgets", n),
+	e, err := contracts.New(step.NewID(), typ, contracts.Source(service), contracts.PRID("acme/widgets", n),
 		time.Now(), payload, contracts.Meta{CorrelationID: run, CausationID: run, Attempt: attempt})
 	if err != nil {
 		h.t.Fatal(err)

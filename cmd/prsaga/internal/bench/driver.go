@@ -12,7 +12,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // clientSource is the CloudEvents source of the benchmark's requests.
@@ -44,7 +44,7 @@ func newDriver(b *bus.Bus, workload string, prs []pr) *driver {
 	}
 	for i, p := range prs {
 		d.index[p.id] = i
-		d.ids[i] = runner.NewID()
+		d.ids[i] = step.NewID()
 	}
 	return d
 }
