@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -36,11 +37,14 @@ var (
 
 // Adapter returns the ledger's tables on db's store (SQLite or YDB).
 func Adapter(db store.DB) (Store, error) {
-	switch db := db.(type) {
-	case *psqlite.DB:
-		return ledgersqlite.NewStore(db), nil
-	case *pydb.DB:
-		return ledgerydb.NewStore(db), nil
+	st, err := adapters.For(db)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	return nil, fmt.Errorf("ledger: no tables for a store of type %T", db)
+	return st, nil
+}
+
+var adapters = service.Tables[Store]{
+	SQLite: func(db *psqlite.DB) Store { return ledgersqlite.NewStore(db) },
+	YDB:    func(db *pydb.DB) Store { return ledgerydb.NewStore(db) },
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -30,13 +31,16 @@ var (
 
 // JournalOf returns the merger's journal on db's store (SQLite or YDB).
 func JournalOf(db store.DB) (Journal, error) {
-	switch db := db.(type) {
-	case *psqlite.DB:
-		return &msqlite.Journal{DB: db}, nil
-	case *pydb.DB:
-		return &mydb.Journal{DB: db}, nil
+	j, err := journals.For(db)
+	if err != nil {
+		return nil, fmt.Errorf("merger: %w", err)
 	}
-	return nil, fmt.Errorf("merger: no journal for a store of type %T", db)
+	return j, nil
+}
+
+var journals = service.Tables[Journal]{
+	SQLite: func(db *psqlite.DB) Journal { return &msqlite.Journal{DB: db} },
+	YDB:    func(db *pydb.DB) Journal { return &mydb.Journal{DB: db} },
 }
 
 // boundJournal is a Journal for one merge: gitrepo's calls carry no

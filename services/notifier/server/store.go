@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -27,11 +28,14 @@ var (
 
 // Adapter returns the notifier's tables on db's store (SQLite or YDB).
 func Adapter(db store.DB) (Store, error) {
-	switch db := db.(type) {
-	case *psqlite.DB:
-		return &nsqlite.Store{DB: db}, nil
-	case *pydb.DB:
-		return &nydb.Store{DB: db}, nil
+	st, err := adapters.For(db)
+	if err != nil {
+		return nil, fmt.Errorf("notifier: %w", err)
 	}
-	return nil, fmt.Errorf("notifier: no tables for a store of type %T", db)
+	return st, nil
+}
+
+var adapters = service.Tables[Store]{
+	SQLite: func(db *psqlite.DB) Store { return &nsqlite.Store{DB: db} },
+	YDB:    func(db *pydb.DB) Store { return &nydb.Store{DB: db} },
 }

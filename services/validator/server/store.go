@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -41,11 +42,17 @@ var (
 // Adapter returns the validator's tables on db's store (SQLite or YDB);
 // now stamps statuses.
 func Adapter(db store.DB, now func() time.Time) (Tables, Store, error) {
-	switch db := db.(type) {
-	case *psqlite.DB:
-		return vsqlite.Tables{}, vsqlite.NewStore(db, now), nil
-	case *pydb.DB:
-		return vydb.Tables{}, vydb.NewStore(db, now), nil
+	a, err := service.Tables[adapter]{
+		SQLite: func(db *psqlite.DB) adapter { return adapter{vsqlite.Tables{}, vsqlite.NewStore(db, now)} },
+		YDB:    func(db *pydb.DB) adapter { return adapter{vydb.Tables{}, vydb.NewStore(db, now)} },
+	}.For(db)
+	if err != nil {
+		return nil, nil, fmt.Errorf("validator: %w", err)
 	}
-	return nil, nil, fmt.Errorf("validator: no tables for a store of type %T", db)
+	return a.tables, a.store, nil
+}
+
+type adapter struct {
+	tables Tables
+	store  Store
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/config"
-	"github.com/prsaga/prsaga/platform/httpx"
-	"github.com/prsaga/prsaga/platform/telemetry"
+	"github.com/prsaga/prsaga/platform/service"
 	ledgerdomain "github.com/prsaga/prsaga/services/ledger"
 
 	indexer "github.com/prsaga/prsaga/services/indexer/server"
@@ -20,103 +18,60 @@ import (
 	validator "github.com/prsaga/prsaga/services/validator/server"
 )
 
-// build opens a service's database and assembles it.
-func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (component, error) {
-	cfg := s.cfg
-	operator := httpx.Tokens{cfg.APIToken}
-	// Reads need the read token or the operator's when either is set.
-	readOnly := httpx.Tokens{cfg.ReadToken}
-	switch name {
-	case "validator":
-		db, err := s.openDB(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		return validator.New(validator.Options{
-			DB: db, ReposDir: cfg.ReposDir,
-			OperatorTokens: operator, StatusTokens: httpx.Tokens{cfg.StatusToken, cfg.APIToken}, ReadTokens: readOnly,
-		})
-	case "merger":
-		db, err := s.openDB(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		return merger.New(merger.Options{DB: db, ReposDir: cfg.ReposDir, Sync: cfg.Durability == "sync"})
-	case "notifier":
-		db, err := s.openDB(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		n, err := notifier.New(notifier.Options{DB: db, AllowPrivate: cfg.WebhookAllowPrivate, OperatorTokens: operator, ReadTokens: readOnly, Log: log})
-		if err != nil {
-			return nil, err
-		}
-		// The step's own retry budget comes on top of the delivery budget
-		// (design §4): a shorter timeout would fail a step still working.
-		if t, need := cfg.StepTimeouts[contracts.StateNotifying], cfg.DeliveryBudget()+n.RetryBudget(); t <= need {
-			return nil, fmt.Errorf("PRSAGA_STEP_TIMEOUT_NOTIFYING: %s must exceed %s (delivery budget + webhook retry budget)", t, need)
-		}
-		return n, nil
-	case "indexer":
-		db, err := s.openDB(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		ix, err := indexer.New(indexer.Options{DB: db, IndexDir: filepath.Join(cfg.DataDir, "index"), ReposDir: cfg.ReposDir, Log: log,
-			ReadTokens: cfg.ReadTokens()})
-		if err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, ix.Close)
-		return ix, nil
-	case "ledger":
-		db, err := s.openDB(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		srv, err := ledger.New(ledger.Options{DB: db, OperatorTokens: operator, TokenNames: []string{"operator"}, ReadTokens: readOnly,
-			Bus: s.Bus, Watchdog: LedgerWatchdog(cfg), Log: log, Metrics: s.Telemetry})
-		if err != nil {
-			return nil, err
-		}
-		s.Telemetry.WatchSagas(sagaStates(srv.StateCounts))
-		stop, err := srv.StartWatchdog()
-		if err != nil {
-			return nil, err
-		}
-		// Closers run after the services and the bus stop, before the
-		// database closes (it was opened first, so it closes last).
-		s.closers = append(s.closers, func() error { stop(); return nil })
-		return srv, nil
+// Modules are the services a process can run, in saga order, ledger last
+// (it starts its watchdog once the others are up). The one list: names,
+// tables, schema and building all range over it.
+var Modules = []service.Module{validator.Module, merger.Module, notifier.Module, indexer.Module, ledger.Module}
+
+// AllServices are the modules' names, in the same order.
+var AllServices = func() []string {
+	names := make([]string, len(Modules))
+	for i, m := range Modules {
+		names[i] = m.Name
 	}
-	return nil, fmt.Errorf("unknown service %q", name)
+	return names
+}()
+
+func module(name string) (service.Module, bool) {
+	for _, m := range Modules {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return service.Module{}, false
 }
 
-// LedgerWatchdog is the ledger's watchdog configuration: the step timeouts
-// must exceed the delivery budget plus each step's own retries, which for
-// the notifier are its webhook attempts within one delivery (the stack
-// runs it with the default webhook configuration).
+// stepBudgets are the StepBudgets of every module, whichever of them this
+// process runs: the watchdog allows for a step wherever it runs.
+func stepBudgets() map[contracts.State]time.Duration {
+	out := map[contracts.State]time.Duration{}
+	for _, m := range Modules {
+		for st, d := range m.StepBudgets {
+			out[st] = d
+		}
+	}
+	return out
+}
+
+// build opens the named module's store and builds it.
+func (s *Stack) build(ctx context.Context, name string, log *slog.Logger) (service.Component, error) {
+	m, ok := module(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown service %q", name)
+	}
+	db, err := s.openDB(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return m.Build(ctx, service.Env{
+		DB: db, Config: s.cfg, Bus: s.Bus, Log: log, Telemetry: s.Telemetry,
+		StepBudgets: stepBudgets(),
+		OnClose:     func(f func() error) { s.closers = append(s.closers, f) },
+	})
+}
+
+// LedgerWatchdog is the ledger's watchdog configuration for cfg, with the
+// step budgets of every module.
 func LedgerWatchdog(cfg config.Config) ledgerdomain.WatchdogConfig {
-	return ledgerdomain.WatchdogConfig{
-		Interval:       cfg.WatchdogInterval,
-		Batch:          cfg.WatchdogBatch,
-		Timeouts:       ledgerdomain.Timeouts(cfg.StepTimeouts),
-		DeliveryBudget: cfg.DeliveryBudget(),
-		StepBudgets:    map[contracts.State]time.Duration{contracts.StateNotifying: notifier.Options{}.RetryBudget()},
-	}
-}
-
-// sagaStates reads the ledger's per-state counts for the in-flight gauges.
-func sagaStates(counts func(context.Context) (map[contracts.State]ledgerdomain.StateCount, error)) telemetry.SagaStates {
-	return func(ctx context.Context) (map[contracts.State]telemetry.StateCount, error) {
-		in, err := counts(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out := make(map[contracts.State]telemetry.StateCount, len(in))
-		for st, c := range in {
-			out[st] = telemetry.StateCount{Sagas: c.Sagas, Oldest: c.Oldest}
-		}
-		return out, nil
-	}
+	return ledger.WatchdogConfig(cfg, stepBudgets())
 }

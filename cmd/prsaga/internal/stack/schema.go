@@ -4,12 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/ydb"
-	ledgerydb "github.com/prsaga/prsaga/services/ledger/ydb"
-	mergerydb "github.com/prsaga/prsaga/services/merger/ydb"
-	notifierydb "github.com/prsaga/prsaga/services/notifier/ydb"
-	validatorydb "github.com/prsaga/prsaga/services/validator/ydb"
 )
 
 // YDBPrefix is the directory of a service's tables in the YDB database:
@@ -20,15 +15,8 @@ func YDBPrefix(service string) string { return "prsaga/" + service }
 // YDBMigrations are a service's own YQL migrations (the platform's outbox
 // and inbox are applied before them); the indexer has none.
 func YDBMigrations(service string) []ydb.Migrations {
-	switch service {
-	case contracts.ServiceValidator:
-		return []ydb.Migrations{validatorydb.Migrations}
-	case contracts.ServiceMerger:
-		return []ydb.Migrations{mergerydb.Migrations}
-	case contracts.ServiceNotifier:
-		return []ydb.Migrations{notifierydb.Migrations}
-	case contracts.ServiceLedger:
-		return []ydb.Migrations{ledgerydb.Migrations}
+	if m, ok := module(service); ok && m.YDB.FS != nil {
+		return []ydb.Migrations{m.YDB}
 	}
 	return nil
 }

@@ -31,9 +31,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// AllServices in saga order, ledger last.
-var AllServices = []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceIndexer, contracts.ServiceLedger}
-
 // Options of a stack.
 type Options struct {
 	Config config.Config
@@ -75,11 +72,6 @@ type Stack struct {
 	// Telemetry holds the stack's metrics (served on /metrics) and tracer
 	// providers: one registry per stack, so that stacks can run side by side.
 	Telemetry *telemetry.Telemetry
-}
-
-// component is one service as the stack sees it.
-type component interface {
-	Spec() service.Spec
 }
 
 type router interface {

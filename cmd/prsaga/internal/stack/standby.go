@@ -30,7 +30,7 @@ type standbys struct {
 // startWhenActive starts comp's service once it is active, in the
 // background: the stack (and its /readyz, saying why it is not ready)
 // runs meanwhile.
-func (s *Stack) startWhenActive(comp component, a activator, log *slog.Logger, opts service.Options) {
+func (s *Stack) startWhenActive(comp service.Component, a activator, log *slog.Logger, opts service.Options) {
 	sb := &s.standbys
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
@@ -75,7 +75,7 @@ func (s *Stack) stopStandbys() {
 	sb.wg.Wait()
 }
 
-func readyErr(comp component) error {
+func readyErr(comp service.Component) error {
 	if r, ok := comp.(readier); ok {
 		return r.Ready()
 	}

@@ -6,29 +6,16 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/platform/ydb"
-
-	ledger "github.com/prsaga/prsaga/services/ledger/server"
-	merger "github.com/prsaga/prsaga/services/merger/server"
-	notifier "github.com/prsaga/prsaga/services/notifier/server"
-	validator "github.com/prsaga/prsaga/services/validator/server"
 )
 
 // SQLiteMigrations are a service's own SQLite migrations (the platform's
 // outbox and inbox are applied before them).
 func SQLiteMigrations(service string) []sqlite.Migrations {
-	switch service {
-	case contracts.ServiceValidator:
-		return []sqlite.Migrations{validator.Migrations}
-	case contracts.ServiceMerger:
-		return []sqlite.Migrations{merger.Migrations}
-	case contracts.ServiceNotifier:
-		return []sqlite.Migrations{notifier.Migrations}
-	case contracts.ServiceLedger:
-		return []sqlite.Migrations{ledger.Migrations}
+	if m, ok := module(service); ok && m.SQLite.FS != nil {
+		return []sqlite.Migrations{m.SQLite}
 	}
 	return nil
 }
