@@ -8,13 +8,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
+	"github.com/prsaga/prsaga/platform/store/storetest"
 )
 
 func testContext(t *testing.T) context.Context {
@@ -22,20 +22,6 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// requested builds a valid merge request event with the given id.
-func requested(t *testing.T, id string) *event.Event {
-	t.Helper()
-	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), contracts.Request{
-		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
-		SourceBranch: "feature", TargetBranch: "main",
-		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
-	}, "")
-	if err != nil {
-		t.Fatalf("build requested: %v", err)
-	}
-	return e
 }
 
 func streamMsgs(t *testing.T, ctx context.Context, b *bus.Bus, stream string) uint64 {
@@ -332,3 +318,5 @@ func TestCloseWaitsForTheDrain(t *testing.T) {
 	}
 	b.Close() // and natstest's cleanup: harmless
 }
+
+var requested = storetest.Requested

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/prsaga/prsaga/platform/store"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/platform/store"
+	"github.com/prsaga/prsaga/platform/store/storetest"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
@@ -48,19 +50,6 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 		case <-tick.C:
 		}
 	}
-}
-
-func requested(t testing.TB, id string) *event.Event {
-	t.Helper()
-	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), contracts.Request{
-		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
-		SourceBranch: "feature", TargetBranch: "main",
-		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
-	}, "")
-	if err != nil {
-		t.Fatalf("build requested: %v", err)
-	}
-	return e
 }
 
 func emit(t *testing.T, db *sqlite.DB, ids ...string) {
@@ -386,3 +375,5 @@ func TestRelayPublishesCommittedRowsWithoutReadingThem(t *testing.T) {
 		t.Errorf("the relay read the outbox table %d times for rows this process committed, want 0", n)
 	}
 }
+
+var requested = storetest.Requested

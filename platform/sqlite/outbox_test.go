@@ -1,127 +1,16 @@
 package sqlite_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/prsaga/prsaga/platform/store"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/sqlite"
 )
-
-func TestOutboxEmitUnsentMarkSent(t *testing.T) {
-	ctx := testContext(t)
-	db, clk := openClock(t)
-	e1, e2, e3 := requested(t, "e-1"), requested(t, "e-2"), requested(t, "e-3")
-	t1 := clk.Now()
-	emit(t, db, e1)
-	clk.Advance(time.Second)
-	emit(t, db, e2, e1) // e1 again: kept as it is
-	rows, err := db.Unsent(ctx, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != 2 || rows[0].ID != "e-1" || rows[1].ID != "e-2" {
-		t.Fatalf("unsent: got %v, want e-1, e-2 (oldest first, e-1 once)", unsentIDs(t, db, 10))
-	}
-	r := rows[0]
-	if r.Subject != contracts.SubjectMergeRequested {
-		t.Errorf("row subject: got %q, want %q", r.Subject, contracts.SubjectMergeRequested)
-	}
-	if !r.CreatedAt.Equal(t1) {
-		t.Errorf("row created_at: got %v, want the first tx's time %v", r.CreatedAt, t1)
-	}
-	msg := bus.RowMsg(r)
-	if got := msg.Header.Get(bus.HeaderMsgID); got != "e-1" {
-		t.Errorf("row Nats-Msg-Id: got %q, want e-1", got)
-	}
-	got, err := bus.Decode(msg.Header, msg.Data)
-	if err != nil {
-		t.Fatalf("the outbox row does not decode: %v", err)
-	}
-	if got.ID() != e1.ID() || got.Type() != e1.Type() || !bytes.Equal(got.Data(), e1.Data()) {
-		t.Errorf("decoded row: got id=%q type=%q data=%s, want %q %q %s", got.ID(), got.Type(), got.Data(), e1.ID(), e1.Type(), e1.Data())
-	}
-
-	if ids := unsentIDs(t, db, 1); len(ids) != 1 || ids[0] != "e-1" {
-		t.Errorf("unsent limit 1: got %v, want [e-1]", ids)
-	}
-	for i := 0; i < 2; i++ { // marking twice is harmless
-		if err := db.MarkSent(ctx, []string{"e-1"}); err != nil {
-			t.Fatalf("mark sent %d: %v", i+1, err)
-		}
-	}
-	if err := db.MarkSent(ctx, nil); err != nil {
-		t.Errorf("mark sent of nothing: %v", err)
-	}
-	if ids := unsentIDs(t, db, 10); len(ids) != 1 || ids[0] != "e-2" {
-		t.Errorf("unsent after marking e-1: got %v, want [e-2]", ids)
-	}
-
-	// A row committed after an Unsent call is found by the next call, even
-	// when it is older than rows already sent (no cursor).
-	if err := db.MarkSent(ctx, []string{"e-2"}); err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(ctx, func(tx store.Tx) error {
-		if err := tx.Emit(e3); err != nil {
-			return err
-		}
-		if ids := unsentIDs(t, db, 10); len(ids) != 0 {
-			t.Errorf("unsent inside the emitting tx: got %v, want none (not committed)", ids)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(-time.Hour) // a transaction that began long ago commits now
-	emit(t, db, requested(t, "e-0"))
-	if ids := unsentIDs(t, db, 10); len(ids) != 2 || ids[0] != "e-0" || ids[1] != "e-3" {
-		t.Errorf("unsent after late commits: got %v, want [e-0 e-3]", ids)
-	}
-}
-
-func TestEmitUnknownTypeFails(t *testing.T) {
-	ctx := testContext(t)
-	db, _ := openClock(t)
-	e := requested(t, "e-1")
-	e.SetType("prsaga.merge.bogus.v1")
-	err := db.Update(ctx, func(tx store.Tx) error { return tx.Emit(e) })
-	if err == nil || !strings.Contains(err.Error(), "prsaga.merge.bogus.v1") {
-		t.Errorf("emit of an unknown type: got %v, want an error naming the type", err)
-	}
-	if ids := unsentIDs(t, db, 10); len(ids) != 0 {
-		t.Errorf("unsent: got %v, want none", ids)
-	}
-}
-
-func TestEmitEventWithoutData(t *testing.T) {
-	ctx := testContext(t)
-	db, _ := openClock(t)
-	e := event.New()
-	e.SetID("e-nodata")
-	e.SetSource("/prsaga/ledger")
-	e.SetType(contracts.TypeTimedOut)
-	if err := db.Update(ctx, func(tx store.Tx) error { return tx.Emit(&e) }); err != nil {
-		t.Fatalf("emit of an event without data: %v", err)
-	}
-	rows, err := db.Unsent(ctx, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != 1 || len(rows[0].Body) != 0 {
-		t.Fatalf("unsent: got %d rows, want one with an empty body", len(rows))
-	}
-}
 
 func TestCommittedSignalsAfterEmittingCommit(t *testing.T) {
 	ctx := testContext(t)
@@ -162,30 +51,6 @@ func TestCommittedSignalsAfterEmittingCommit(t *testing.T) {
 	}
 	if signalled() {
 		t.Error("Committed signalled twice for two commits; want one pending signal (non-blocking)")
-	}
-}
-
-func TestOutboxStats(t *testing.T) {
-	ctx := testContext(t)
-	db, clk := openClock(t)
-	pending, oldest, err := db.OutboxStats(ctx)
-	if err != nil || pending != 0 || oldest != 0 {
-		t.Errorf("empty outbox: got %d, %v, %v; want 0, 0, nil", pending, oldest, err)
-	}
-	emit(t, db, requested(t, "e-1"))
-	clk.Advance(90 * time.Second)
-	emit(t, db, requested(t, "e-2"))
-	clk.Advance(10 * time.Second)
-	pending, oldest, err = db.OutboxStats(ctx)
-	if err != nil || pending != 2 || oldest != 100*time.Second {
-		t.Errorf("two unsent: got %d, %v, %v; want 2, 1m40s, nil", pending, oldest, err)
-	}
-	if err := db.MarkSent(ctx, []string{"e-1"}); err != nil {
-		t.Fatal(err)
-	}
-	pending, oldest, err = db.OutboxStats(ctx)
-	if err != nil || pending != 1 || oldest != 10*time.Second {
-		t.Errorf("one unsent: got %d, %v, %v; want 1, 10s, nil", pending, oldest, err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/prsaga/prsaga/platform/store"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,9 +13,11 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/prsaga/prsaga/platform/store"
+	"github.com/prsaga/prsaga/platform/store/storetest"
+
 	"github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 )
@@ -33,11 +34,15 @@ func newClock() *clock {
 func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+var (
+	testContext = storetest.Context
+	requested   = storetest.Requested
+)
+
+func emit(t *testing.T, db *sqlite.DB, evs ...*event.Event) { storetest.Emit(t, db, evs...) }
+
+func unsentIDs(t *testing.T, db *sqlite.DB, limit int) []string {
+	return storetest.UnsentIDs(t, db, limit)
 }
 
 // kv is a component table the tests write through Update.
@@ -72,39 +77,6 @@ func get(t *testing.T, db *sqlite.DB, k string) (int, bool) {
 		t.Fatalf("read kv %s: %v", k, err)
 	}
 	return v, true
-}
-
-func requested(t testing.TB, id string) *event.Event {
-	t.Helper()
-	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC), contracts.Request{
-		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
-		SourceBranch: "feature", TargetBranch: "main",
-		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
-	}, "")
-	if err != nil {
-		t.Fatalf("build requested: %v", err)
-	}
-	return e
-}
-
-func emit(t *testing.T, db *sqlite.DB, evs ...*event.Event) {
-	t.Helper()
-	if err := db.Update(testContext(t), func(tx store.Tx) error { return tx.Emit(evs...) }); err != nil {
-		t.Fatalf("emit: %v", err)
-	}
-}
-
-func unsentIDs(t *testing.T, db *sqlite.DB, limit int) []string {
-	t.Helper()
-	rows, err := db.Unsent(testContext(t), limit)
-	if err != nil {
-		t.Fatalf("unsent: %v", err)
-	}
-	ids := []string{}
-	for _, r := range rows {
-		ids = append(ids, r.ID)
-	}
-	return ids
 }
 
 func TestMigrationsApplyOnce(t *testing.T) {
@@ -361,36 +333,6 @@ func TestConcurrentUpdates(t *testing.T) {
 	}
 	if v, _ := get(t, dbs[1], "n"); v != workers*increments {
 		t.Errorf("counter: got %d, want %d", v, workers*increments)
-	}
-}
-
-func TestExpireInbox(t *testing.T) {
-	ctx := testContext(t)
-	db, clk := openClock(t)
-	mark := func(id string) {
-		t.Helper()
-		if err := db.Update(ctx, func(tx store.Tx) error {
-			_, err := tx.MarkProcessed("validator", id)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mark("old")
-	clk.Advance(2 * time.Hour)
-	mark("new")
-	clk.Advance(time.Minute)
-	n, err := db.ExpireInbox(ctx, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 1 {
-		t.Errorf("expired: got %d rows, want 1", n)
-	}
-	for id, want := range map[string]bool{"old": false, "new": true} {
-		if got, err := db.Processed(ctx, "validator", id); err != nil || got != want {
-			t.Errorf("Processed(%s) after expiry: got %v, %v; want %v", id, got, err, want)
-		}
 	}
 }
 

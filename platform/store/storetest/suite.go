@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +58,8 @@ func Requested(t testing.TB, id string) *event.Event {
 	return e
 }
 
-func emit(t *testing.T, db store.DB, evs ...*event.Event) {
+// Emit commits evs to db's outbox in one transaction.
+func Emit(t *testing.T, db store.DB, evs ...*event.Event) {
 	t.Helper()
 	if err := db.Update(Context(t), func(tx store.Tx) error { return tx.Emit(evs...) }); err != nil {
 		t.Fatalf("emit: %v", err)
@@ -121,7 +123,13 @@ func testCommitAndRollback(t *testing.T, open Opener) {
 		}
 		txNow = tx.Now()
 		tx.AfterCommit(func() { ran++ })
-		return tx.Emit(Requested(t, "committed"))
+		if err := tx.Emit(Requested(t, "committed")); err != nil {
+			return err
+		}
+		if ids := UnsentIDs(t, db, 10); len(ids) != 0 {
+			t.Errorf("unsent inside the emitting tx = %v, want none (not committed)", ids)
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatalf("update: %v", err)
@@ -144,9 +152,9 @@ func testOutboxOrderAndContent(t *testing.T, open Opener) {
 	clk := NewClock(T0)
 	db := open(t, clk.Now)
 	e1, e2, e3 := Requested(t, "e-1"), Requested(t, "e-2"), Requested(t, "e-3")
-	emit(t, db, e1)
+	Emit(t, db, e1)
 	clk.Advance(time.Second)
-	emit(t, db, e2, e3)
+	Emit(t, db, e2, e3)
 	rows, err := db.Unsent(Context(t), 10)
 	if err != nil {
 		t.Fatal(err)
@@ -179,8 +187,23 @@ func testOutboxOrderAndContent(t *testing.T, open Opener) {
 		e := Requested(t, "bad")
 		e.SetType("prsaga.unknown.v1")
 		return tx.Emit(e)
-	}); err == nil {
-		t.Error("emitting an event of an unknown type succeeded")
+	}); err == nil || !strings.Contains(err.Error(), "prsaga.unknown.v1") {
+		t.Errorf("emitting an event of an unknown type: %v, want an error naming the type", err)
+	}
+	if ids := UnsentIDs(t, db, 10); len(ids) != 3 {
+		t.Errorf("a failed emit changed the outbox: %v", ids)
+	}
+	nodata := event.New()
+	nodata.SetID("e-nodata")
+	nodata.SetSource("/prsaga/ledger")
+	nodata.SetType(contracts.TypeTimedOut)
+	Emit(t, db, &nodata)
+	rows, err = db.Unsent(Context(t), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(rows, func(r store.OutboxRow) bool { return r.ID == "e-nodata" }); i < 0 || len(rows[i].Body) != 0 {
+		t.Errorf("an event without data: rows %+v, want one with an empty body", rows)
 	}
 }
 
@@ -199,7 +222,7 @@ func testOutboxNoRowSkipped(t *testing.T, open Opener) {
 			next++
 			want[id] = true
 			clk.Advance(time.Millisecond)
-			emit(t, db, Requested(t, id))
+			Emit(t, db, Requested(t, id))
 		}
 	}
 	add(25)
@@ -238,13 +261,13 @@ func testOutboxNoRowSkipped(t *testing.T, open Opener) {
 func testOutboxLateCommit(t *testing.T, open Opener) {
 	clk := NewClock(T0.Add(time.Hour))
 	db := open(t, clk.Now)
-	emit(t, db, Requested(t, "early-commit"))
+	Emit(t, db, Requested(t, "early-commit"))
 	if ids := UnsentIDs(t, db, 10); !slices.Equal(ids, []string{"early-commit"}) {
 		t.Fatalf("unsent = %v, want [early-commit]", ids)
 	}
 	markSent(t, db, "early-commit")
 	clk.Set(T0) // the slow transaction's clock: before the row already relayed
-	emit(t, db, Requested(t, "late-commit"))
+	Emit(t, db, Requested(t, "late-commit"))
 	if ids := UnsentIDs(t, db, 10); !slices.Equal(ids, []string{"late-commit"}) {
 		t.Fatalf("after a late commit with an older created_at, unsent = %v, want [late-commit]", ids)
 	}
@@ -263,7 +286,7 @@ func testOutboxDuplicates(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
-	emit(t, db, e) // again in a later transaction: kept as it is
+	Emit(t, db, e) // again in a later transaction: kept as it is
 	rows, err := db.Unsent(Context(t), 10)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +298,7 @@ func testOutboxDuplicates(t *testing.T, open Opener) {
 	markSent(t, db, "dup")         // twice: harmless
 	markSent(t, db, "never-there") // unknown: harmless
 	markSent(t, db)                // nothing: harmless
-	emit(t, db, e)                 // after it was sent: still kept as it is (sent)
+	Emit(t, db, e)                 // after it was sent: still kept as it is (sent)
 	if ids := UnsentIDs(t, db, 10); len(ids) != 0 {
 		t.Errorf("re-emitting a sent event made it unsent again: %v", ids)
 	}
@@ -288,9 +311,9 @@ func testOutboxStats(t *testing.T, open Opener) {
 	if n, age, err := db.OutboxStats(ctx); err != nil || n != 0 || age != 0 {
 		t.Fatalf("stats of an empty outbox = %d, %s, %v; want 0, 0", n, age, err)
 	}
-	emit(t, db, Requested(t, "a"))
+	Emit(t, db, Requested(t, "a"))
 	clk.Advance(time.Minute)
-	emit(t, db, Requested(t, "b"))
+	Emit(t, db, Requested(t, "b"))
 	clk.Advance(time.Minute)
 	n, age, err := db.OutboxStats(ctx)
 	if err != nil || n != 2 || age != 2*time.Minute {
@@ -323,7 +346,7 @@ func testCommitted(t *testing.T, open Opener) {
 	if drain() {
 		t.Error("Committed signalled after a transaction that emitted nothing")
 	}
-	emit(t, db, Requested(t, "x"))
+	Emit(t, db, Requested(t, "x"))
 	if !drain() {
 		t.Error("Committed not signalled after a transaction that emitted")
 	}

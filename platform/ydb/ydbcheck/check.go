@@ -155,30 +155,19 @@ func sampleRow(cols []Column, null int) []types.Value {
 	return vals
 }
 
+// sdkTypes are the SDK's types of the primitive YQL types the schemas use.
+var sdkTypes = map[string]types.Type{
+	"Utf8": types.TypeText, "String": types.TypeBytes, "Timestamp": types.TypeTimestamp,
+	"Int64": types.TypeInt64, "Int32": types.TypeInt32, "Uint64": types.TypeUint64,
+	"Uint32": types.TypeUint32, "Uint16": types.TypeUint16, "Bool": types.TypeBool,
+}
+
 func sdkType(t Type) types.Type {
-	var st types.Type
-	switch t.Name {
-	case "Utf8":
-		st = types.TypeText
-	case "String":
-		st = types.TypeBytes
-	case "Timestamp":
-		st = types.TypeTimestamp
-	case "Int64":
-		st = types.TypeInt64
-	case "Int32":
-		st = types.TypeInt32
-	case "Uint64":
-		st = types.TypeUint64
-	case "Uint32":
-		st = types.TypeUint32
-	case "Uint16":
-		st = types.TypeUint16
-	case "Bool":
-		st = types.TypeBool
-	case "List":
+	st, ok := sdkTypes[t.Name]
+	switch {
+	case t.Name == "List":
 		st = types.List(sdkType(*t.Item))
-	default:
+	case !ok:
 		panic("ydbcheck: no SDK type for " + t.Name)
 	}
 	if t.Optional {

@@ -379,14 +379,26 @@ func asTable(t *Table, sel string, ty *Typed, strict bool) ([]string, error) {
 	return written, nil
 }
 
+// target reads the table a statement starting with verb writes, and
+// returns it with the rest of the statement.
+func (s Schema) target(q, verb string) (*Table, string, error) {
+	rest := strings.TrimPrefix(q, verb)
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return nil, "", fmt.Errorf("%s without a table", strings.TrimSpace(verb))
+	}
+	t, err := s.table(f[0])
+	if err != nil {
+		return nil, "", err
+	}
+	return t, strings.TrimSpace(strings.TrimPrefix(rest, f[0])), nil
+}
+
 func (s Schema) update(q string, ty *Typed) error {
-	rest := strings.TrimPrefix(q, "UPDATE ")
-	name := strings.Fields(rest)[0]
-	t, err := s.table(name)
+	t, rest, err := s.target(q, "UPDATE ")
 	if err != nil {
 		return err
 	}
-	rest = strings.TrimSpace(strings.TrimPrefix(rest, name))
 	if strings.HasPrefix(rest, "ON ") {
 		written, err := asTable(t, strings.TrimPrefix(rest, "ON "), ty, true)
 		if err != nil {
@@ -424,13 +436,10 @@ func (s Schema) update(q string, ty *Typed) error {
 }
 
 func (s Schema) delete(q string, ty *Typed) error {
-	rest := strings.TrimPrefix(q, "DELETE FROM ")
-	name := strings.Fields(rest)[0]
-	t, err := s.table(name)
+	t, rest, err := s.target(q, "DELETE FROM ")
 	if err != nil {
 		return err
 	}
-	rest = strings.TrimSpace(strings.TrimPrefix(rest, name))
 	if strings.HasPrefix(rest, "ON ") {
 		written, err := asTable(t, strings.TrimPrefix(rest, "ON "), ty, true)
 		if err != nil {
