@@ -286,3 +286,32 @@ func MayChangeRun(before, after Row, in Incoming) bool {
 	return after.State == StateValidating ||
 		after.State == StateMergeFailed && (after.FailedStep == StateValidating || after.FailedStep == StateMerging)
 }
+
+// Project is the ledger's answer to one event for row: Decide, and when the
+// event may change which run the row follows (MayChangeRun), Derive from
+// the PR's events. The row's run keeps its incremental state (Decide's
+// answer when the event is of that run); a run taking over is folded.
+// events is called only then and returns every event of the PR to derive
+// from, in among them.
+func Project(row Row, in Incoming, events func() ([]Incoming, error)) (Decision, error) {
+	d := Decide(row, in)
+	after := row
+	if d.Applied() {
+		after = d.Row
+	}
+	if !MayChangeRun(row, after, in) {
+		return d, nil
+	}
+	base := after
+	if after.CorrelationID != row.CorrelationID {
+		base = row
+	}
+	evs, err := events()
+	if err != nil {
+		return Decision{}, err
+	}
+	if derived := Derive(base, evs); !SameOutcome(after, derived) {
+		return Rederived(row, derived, in), nil
+	}
+	return d, nil
+}

@@ -49,24 +49,11 @@ func TestDeriveKeepsRetryAcrossTakeBack(t *testing.T) {
 			row = d.Row
 			continue
 		}
-		d := contracts.Decide(row, in)
-		after := row
-		if d.Applied() {
-			after = d.Row
-		}
-		if contracts.MayChangeRun(row, after, in) {
-			base := after
-			if after.CorrelationID != row.CorrelationID {
-				base = row
-			}
-			if derived := contracts.Derive(base, append(seen, in)); !contracts.SameOutcome(after, derived) {
-				d = contracts.Rederived(row, derived, in)
-			}
-		}
+		seen = append(seen, in)
+		d, _ := contracts.Project(row, in, func() ([]contracts.Incoming, error) { return seen, nil })
 		if d.Applied() {
 			row = d.Row
 		}
-		seen = append(seen, in)
 	}
 	if row.CorrelationID != "C" || row.State != contracts.StateMergeFailed || row.FailedStep != I || row.Attempts != 2 || !row.Merged {
 		t.Fatalf("row %+v; want run C MERGE_FAILED at INDEXING, merged, attempt 2", row)

@@ -23,24 +23,11 @@ func fold(evs []contracts.Incoming) contracts.Row {
 	var row contracts.Row
 	var seen []contracts.Incoming
 	for _, in := range evs {
-		d := contracts.Decide(row, in)
-		after := row
-		if d.Applied() {
-			after = d.Row
-		}
-		if contracts.MayChangeRun(row, after, in) {
-			base := after
-			if after.CorrelationID != row.CorrelationID {
-				base = row
-			}
-			if derived := contracts.Derive(base, append(seen, in)); !contracts.SameOutcome(after, derived) {
-				d = contracts.Rederived(row, derived, in)
-			}
-		}
+		seen = append(seen, in)
+		d, _ := contracts.Project(row, in, func() ([]contracts.Incoming, error) { return seen, nil })
 		if d.Applied() {
 			row = d.Row
 		}
-		seen = append(seen, in)
 	}
 	return row
 }

@@ -71,25 +71,9 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 	}
 	in := contracts.IncomingOf(env)
 	now := p.now()
-	d := contracts.Decide(row, in)
-	after := row
-	if d.Applied() {
-		after = d.Row
-	}
-	if contracts.MayChangeRun(row, after, in) {
-		// The row's run keeps its incremental state (Decide's answer when
-		// the event is of that run); a run taking over is folded.
-		base := after
-		if after.CorrelationID != row.CorrelationID {
-			base = row
-		}
-		derived, err := derive(tx, base, in, now)
-		if err != nil {
-			return Result{}, err
-		}
-		if !contracts.SameOutcome(after, derived) {
-			d = contracts.Rederived(row, derived, in)
-		}
+	d, err := contracts.Project(row, in, func() ([]contracts.Incoming, error) { return runEvents(tx, row.PRID, in, now) })
+	if err != nil {
+		return Result{}, err
 	}
 	raw, err := structured(env.Event)
 	if err != nil {
@@ -197,16 +181,16 @@ func structured(e *event.Event) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// derive settles the row from the PR's recorded events and in
-// (contracts.Derive): which run owns it, and that run's outcome. A recorded
+// runEvents are the PR's recorded events and in, to settle the row from
+// (contracts.Project): which run owns it, and that run's outcome. A recorded
 // event that no longer opens (recorded before a rule of the contract
 // tightened) is left out: it would not be accepted today. An event without
 // a time attribute (optional in CloudEvents) stands at the time the ledger
 // first recorded it, which every ledger reads the same.
-func derive(tx Tx, row contracts.Row, in contracts.Incoming, now time.Time) (contracts.Row, error) {
-	recs, err := tx.EventsOf(row.PRID)
+func runEvents(tx Tx, prID string, in contracts.Incoming, now time.Time) ([]contracts.Incoming, error) {
+	recs, err := tx.EventsOf(prID)
 	if err != nil {
-		return contracts.Row{}, err
+		return nil, err
 	}
 	ins := make([]contracts.Incoming, 0, len(recs)+1)
 	for _, r := range recs {
@@ -227,6 +211,5 @@ func derive(tx Tx, row contracts.Row, in contracts.Incoming, now time.Time) (con
 	if in.Time.IsZero() {
 		in.Time = now
 	}
-	ins = append(ins, in)
-	return contracts.Derive(row, ins), nil
+	return append(ins, in), nil
 }
