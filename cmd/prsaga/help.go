@@ -11,13 +11,14 @@ import (
 
 // verbSummary is the line `prsaga <verb> --help` starts with.
 var verbSummary = map[string]string{
-	"merge":   "request a merge: prsaga merge --repo R --pr N --source B --head SHA [--target main] [--wait 30s]",
-	"status":  "show one saga: prsaga status <pr>, e.g. prsaga status 'acme/widgets#42'",
-	"list":    "list sagas: prsaga list [--state S] [--repo R] [--stuck] [--limit N]",
-	"history": "show a saga's transitions: prsaga history <pr>",
-	"retry":   "retry a failed saga by replaying its failed step's trigger: prsaga retry <pr> [--dry-run] [--force] [--wait D]",
-	"trace":   "one timeline of a run from every service's log lines and the ledger: prsaga trace <correlation-id | pr>",
-	"dlq":     "dead letters on NATS: prsaga dlq list [--consumer C] | show <seq> | redrive <seq>... | redrive --all",
+	"merge":    "request a merge: prsaga merge --repo R --pr N --source B --head SHA [--target main] [--wait 30s]",
+	"status":   "show one saga: prsaga status <pr>, e.g. prsaga status 'acme/widgets#42'",
+	"list":     "list sagas: prsaga list [--state S] [--repo R] [--stuck] [--limit N]",
+	"history":  "show a saga's transitions: prsaga history <pr>",
+	"retry":    "retry a failed saga by replaying its failed step's trigger: prsaga retry <pr> [--dry-run] [--force] [--wait D]",
+	"trace":    "one timeline of a run from every service's log lines and the ledger: prsaga trace <correlation-id | pr>",
+	"dlq":      "dead letters on NATS: prsaga dlq list [--consumer C] | show <seq> | redrive <seq>... | redrive --all",
+	"watchdog": "one tick of the ledger's watchdog, for cron or a scheduled function: prsaga watchdog --once",
 }
 
 // clientVerbs talk to the API (and dlq to NATS): their help lists the

@@ -44,6 +44,8 @@ usage: prsaga <command> [arguments] [flags]
   dlq list|show|redrive  dead letters on NATS: list [--consumer C], show <seq>, redrive <seq>...|--all
   reindex             rebuild the search index from the stream's notified events (stop the indexer first)
                       [--index DIR | --out DIR] [--remove-old] [--allow-partial] [--json]
+  watchdog --once     one tick of the ledger's watchdog against the configured store and bus, JSON summary
+                      (for cron or a scheduled function; safe beside running ledgers)
   schema --store ydb  print the YQL of every service's tables [--database /local]
   merge-check         replay a repository's own merge commits through the merge engine and compare
                       with git merge-tree; writes nothing (--git-dir DIR [--sample N] [--seed S])
@@ -74,6 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		"nats":        cmdNATS,
 		"dlq":         cmdDLQ,
 		"reindex":     cmdReindex,
+		"watchdog":    cmdWatchdog,
 		"schema":      cmdSchema,
 		"merge-check": cmdMergeCheck,
 	}

@@ -82,11 +82,26 @@ type Watchdog struct {
 	skipped string // why the last tick was skipped; "" when it ran
 }
 
-// TickResult says what one tick did.
+// TickResult says what one tick did (printed as JSON by prsaga watchdog
+// --once, design §7).
 type TickResult struct {
-	Skipped string // non-empty: the tick did nothing, and why
-	Stuck   int    // rows found stuck
-	Moved   int    // rows this watchdog moved to MERGE_FAILED
+	Skipped string     `json:"skipped,omitempty"` // non-empty: the tick did nothing, and why
+	Stuck   int        `json:"examined"`          // rows found stuck
+	Moved   int        `json:"timed_out"`         // rows this watchdog moved to MERGE_FAILED
+	Rows    []TimedOut `json:"rows"`              // the stuck rows, in the order examined
+}
+
+// TimedOut is one stuck row a tick examined.
+type TimedOut struct {
+	PRID          string          `json:"pr_id"`
+	CorrelationID string          `json:"correlation_id"`
+	Step          contracts.State `json:"step"`
+	Attempt       int             `json:"attempt"`
+	Deadline      time.Time       `json:"deadline"`
+	// Moved: this tick failed the saga; false when it moved since it was
+	// read or another watchdog failed it first.
+	Moved     bool   `json:"timed_out"`
+	Diagnosis string `json:"diagnosis"`
 }
 
 // probeTimeout bounds each question to the bus or the store.
@@ -127,13 +142,14 @@ func (w *Watchdog) Tick(ctx context.Context) (TickResult, error) {
 		return TickResult{Skipped: why}, nil
 	}
 	w.noteSkip(ctx, "")
-	res := TickResult{Stuck: len(rows)}
+	res := TickResult{Stuck: len(rows), Rows: []TimedOut{}}
 	for _, row := range rows {
-		moved, err := w.timeOut(ctx, row, cfg.Timeouts.Of(row.State))
+		to, err := w.timeOut(ctx, row, cfg.Timeouts.Of(row.State))
 		if err != nil {
 			return res, fmt.Errorf("time out %s: %w", row.PRID, err)
 		}
-		if moved {
+		res.Rows = append(res.Rows, to)
+		if to.Moved {
 			res.Moved++
 		}
 	}
@@ -170,8 +186,10 @@ func (w *Watchdog) noteSkip(ctx context.Context, why string) {
 var errNotApplied = errors.New("timeout not applied")
 
 // timeOut moves one stuck row, if it has not moved since it was read.
-func (w *Watchdog) timeOut(ctx context.Context, row contracts.Row, timeout time.Duration) (bool, error) {
+func (w *Watchdog) timeOut(ctx context.Context, row contracts.Row, timeout time.Duration) (TimedOut, error) {
 	d := w.diagnose(ctx, row)
+	to := TimedOut{PRID: row.PRID, CorrelationID: row.CorrelationID, Step: row.State, Attempt: row.Attempts,
+		Deadline: row.UpdatedAt.Add(timeout).UTC(), Diagnosis: d.text}
 	e, err := contracts.New(TimedOutID(row), contracts.TypeTimedOut, contracts.SourceLedger, row.PRID, w.now(),
 		contracts.TimedOut{
 			Request:     d.request,
@@ -183,11 +201,11 @@ func (w *Watchdog) timeOut(ctx context.Context, row contracts.Row, timeout time.
 		contracts.Meta{CorrelationID: row.CorrelationID, CausationID: d.lastEventID, Attempt: row.Attempts,
 			ClientRef: d.meta.ClientRef, TraceParent: d.meta.TraceParent, TraceState: d.meta.TraceState})
 	if err != nil {
-		return false, err
+		return to, err
 	}
 	env, err := contracts.Open(e)
 	if err != nil {
-		return false, fmt.Errorf("open own timed_out: %w", err)
+		return to, fmt.Errorf("open own timed_out: %w", err)
 	}
 	log := logging.ForEvent(w.Log, env)
 	moved := false
@@ -214,9 +232,9 @@ func (w *Watchdog) timeOut(ctx context.Context, row contracts.Row, timeout time.
 	})
 	switch {
 	case errors.Is(err, ErrConflict), errors.Is(err, errNotApplied):
-		return false, nil
+		return to, nil
 	case err != nil:
-		return false, err
+		return to, err
 	}
 	if moved {
 		if w.Metrics != nil {
@@ -224,7 +242,8 @@ func (w *Watchdog) timeOut(ctx context.Context, row contracts.Row, timeout time.
 		}
 		log.WarnContext(ctx, "step timed out", "step", string(row.State), "deadline", row.UpdatedAt.Add(timeout).UTC(), "diagnosis", d.text)
 	}
-	return moved, nil
+	to.Moved = moved
+	return to, nil
 }
 
 // TimedOutID is the id of the timed_out event for a row at one version:

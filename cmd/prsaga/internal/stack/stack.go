@@ -188,16 +188,21 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	return s, nil
 }
 
-func (s *Stack) connect(ctx context.Context, opts Options) error {
-	cfg := s.cfg
-	bc := bus.Config{
+// busConfig is the bus configuration of cfg.
+func busConfig(cfg config.Config) bus.Config {
+	return bus.Config{
 		URL: cfg.NATSURL, Name: "prsaga", CredsFile: cfg.NATSCreds,
 		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey,
 		Replicas: cfg.StreamReplicas, MaxAge: cfg.StreamMaxAge, Duplicates: cfg.DedupeWindow,
 		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
-		// A service may start before its NATS server: it waits for it.
-		WaitForServer: true,
 	}
+}
+
+func (s *Stack) connect(ctx context.Context, opts Options) error {
+	cfg := s.cfg
+	bc := busConfig(cfg)
+	// A service may start before its NATS server: it waits for it.
+	bc.WaitForServer = true
 	if cfg.NATSURL == "" {
 		listen := cfg.NATSListen
 		if opts.NATSListen != "" {
