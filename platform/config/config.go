@@ -44,6 +44,11 @@ type Config struct {
 	ReadToken string
 	// MetricsPublic serves /metrics without a token even when tokens are set.
 	MetricsPublic bool
+	// RetentionInbox keeps inbox entries this long (default the stream's
+	// MaxAge + 1 day: a redelivery can come as long as the stream holds the
+	// message); RetentionSent keeps outbox rows this long after they were
+	// sent; PruneInterval is the pause between pruning rounds (0: never).
+	RetentionInbox, RetentionSent, PruneInterval time.Duration
 }
 
 // Getenv is os.Getenv's shape, injectable for tests.
@@ -93,6 +98,9 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 	for _, s := range contracts.Steps {
 		perState[s] = str("step-timeout-"+strings.ToLower(string(s)), "PRSAGA_STEP_TIMEOUT_"+string(s), "", "timeout of "+string(s))
 	}
+	retInbox := str("retention-inbox", "PRSAGA_RETENTION_INBOX", "", "keep inbox entries this long (default PRSAGA_STREAM_MAX_AGE + 24h; never less than the stream's MaxAge)")
+	retSent := str("retention-sent", "PRSAGA_RETENTION_SENT", "1h", "keep outbox rows this long after they were sent")
+	pruneEvery := str("prune-interval", "PRSAGA_PRUNE_INTERVAL", "1m", "pause between pruning rounds of the inbox and the sent outbox rows (0: never prune)")
 	perService := map[string]*string{}
 	for _, s := range []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceIndexer, contracts.ServiceLedger} {
 		perService[s] = str(s+"-http", "PRSAGA_"+strings.ToUpper(s)+"_HTTP_ADDR", "", "HTTP address of the "+s+" when run alone")
@@ -132,6 +140,12 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 			LogLevel:         *logLevel, LogDir: *logDir,
 			OTLPEndpoint:    *otlp,
 			ServiceHTTPAddr: map[string]string{},
+			RetentionSent:   dur("PRSAGA_RETENTION_SENT", *retSent),
+			PruneInterval:   dur("PRSAGA_PRUNE_INTERVAL", *pruneEvery),
+		}
+		c.RetentionInbox = c.StreamMaxAge + 24*time.Hour
+		if *retInbox != "" {
+			c.RetentionInbox = dur("PRSAGA_RETENTION_INBOX", *retInbox)
 		}
 		for _, part := range strings.Split(*backoff, ",") {
 			if part = strings.TrimSpace(part); part != "" {
@@ -203,6 +217,11 @@ func (c Config) Validate() error {
 	}
 	if c.WatchdogInterval <= 0 {
 		bad("PRSAGA_WATCHDOG_INTERVAL must be positive")
+	}
+	if c.RetentionInbox < c.StreamMaxAge {
+		// An entry pruned while the stream can still redeliver its message
+		// would let the message be handled twice.
+		bad("PRSAGA_RETENTION_INBOX: %s is shorter than PRSAGA_STREAM_MAX_AGE %s: a redelivery after pruning would be handled again", c.RetentionInbox, c.StreamMaxAge)
 	}
 	if _, err := c.SQLiteDir(); err != nil && !c.IsYDB() {
 		bad("PRSAGA_STORE: %v", err)

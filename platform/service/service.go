@@ -50,6 +50,9 @@ type Options struct {
 	// Telemetry, when set, observes every consumer and relay: spans and
 	// metrics (telemetry.Telemetry is one). Nil is off.
 	Telemetry Telemetry
+	// Retention prunes the inbox and sent outbox rows of a store that
+	// prunes itself (Pruner) in the background; zero Interval: never.
+	Retention Retention
 }
 
 // Telemetry observes a service's consumers and its relay.
@@ -76,6 +79,13 @@ func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Optio
 		defer r.wg.Done()
 		_ = relay.Run(rctx)
 	}()
+	if p, ok := s.DB.(Pruner); ok && opts.Retention.Interval > 0 {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			prune(rctx, s.Name, p, opts.Retention, opts.Telemetry, log.With("component", "prune"))
+		}()
+	}
 	for _, c := range s.Consumers {
 		workers := opts.Workers
 		if c.Workers > 0 {

@@ -43,6 +43,7 @@ type Options struct {
 // connection (SQLite has one writer); reads use a separate pool. Safe for
 // concurrent use.
 type DB struct {
+	path      string
 	w, r      *sql.DB
 	now       func() time.Time
 	committed chan struct{}
@@ -96,7 +97,7 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 	// burst of four readers would close two connections and open (and
 	// configure, and prepare statements on) new ones afterwards.
 	r.SetMaxIdleConns(4)
-	db := &DB{w: w, r: r, now: opts.Now, committed: make(chan struct{}, 1),
+	db := &DB{path: path, w: w, r: r, now: opts.Now, committed: make(chan struct{}, 1),
 		stmts:  stmtCache{stmts: map[string]*sql.Stmt{}, bad: map[string]bool{}},
 		rstmts: stmtCache{stmts: map[string]*sql.Stmt{}, bad: map[string]bool{}}}
 	if db.now == nil {

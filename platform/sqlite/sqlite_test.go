@@ -103,8 +103,8 @@ func TestMigrationsApplyOnce(t *testing.T) {
 		if err := db.Reader().QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&applied); err != nil {
 			t.Fatal(err)
 		}
-		if applied != 4 {
-			t.Errorf("open %d: schema_migrations has %d rows, want 4 (platform 0001-0002, widgets 0001-0002)", i+1, applied)
+		if applied != 5 {
+			t.Errorf("open %d: schema_migrations has %d rows, want 5 (platform 0001-0003, widgets 0001-0002)", i+1, applied)
 		}
 		if err := db.Close(); err != nil {
 			t.Fatalf("close: %v", err)

@@ -27,6 +27,8 @@ const (
 	MetricHandleDuration   = "prsaga_handle_duration_seconds"
 	MetricEventsPublished  = "prsaga_events_published_total"
 	MetricReadErrors       = "prsaga_metrics_read_errors_total"
+	MetricPruned           = "prsaga_pruned_rows_total"
+	MetricStoreSize        = "prsaga_store_size"
 )
 
 // catalog is every prsaga metric a Telemetry registers, with its labels
@@ -46,6 +48,8 @@ var catalog = map[string][]string{
 	MetricHandleDuration:   {"consumer"},
 	MetricEventsPublished:  {"service", "result"},
 	MetricReadErrors:       {"what"},
+	MetricPruned:           {"service", "table"},
+	MetricStoreSize:        {"service", "what"},
 }
 
 // MetricNames lists every prsaga metric a Telemetry registers, sorted (the
@@ -91,6 +95,8 @@ type metrics struct {
 	handleTime   *prometheus.HistogramVec
 	published    *prometheus.CounterVec
 	readErrors   *prometheus.CounterVec
+	pruned       *prometheus.CounterVec
+	storeSize    *prometheus.GaugeVec
 	gauges       *gauges
 }
 
@@ -126,10 +132,16 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		readErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReadErrors,
 			Help: "Scrapes whose reading of a store failed, by what was read (outbox, sagas)."},
 			[]string{"what"}),
+		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricPruned,
+			Help: "Rows retention pruned from a service's store, by table (inbox, outbox)."},
+			[]string{"service", "table"}),
+		storeSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricStoreSize,
+			Help: "A service's store after its last pruning round: inbox_rows, outbox_rows, file_bytes (SQLite file and WAL)."},
+			[]string{"service", "what"}),
 	}
 	m.gauges = &gauges{m: m}
 	reg.MustRegister(m.transitions, m.mergeFailed, m.stepDuration, m.redeliveries, m.dlq, m.timeouts,
-		m.handled, m.handleTime, m.published, m.readErrors, m.gauges)
+		m.handled, m.handleTime, m.published, m.readErrors, m.pruned, m.storeSize, m.gauges)
 	for _, c := range knownConsumers {
 		m.redeliveries.WithLabelValues(c)
 		m.dlq.WithLabelValues(c)

@@ -130,6 +130,18 @@ func (t *Telemetry) WatchdogTimeout(step contracts.State) {
 	t.m.timeouts.WithLabelValues(string(step)).Inc()
 }
 
+// Pruned counts rows retention removed from a service's table.
+func (t *Telemetry) Pruned(service, table string, rows int64) {
+	t.m.pruned.WithLabelValues(service, table).Add(float64(rows))
+}
+
+// StoreSizes records a service's store sizes after a pruning round.
+func (t *Telemetry) StoreSizes(service string, sizes map[string]int64) {
+	for what, n := range sizes {
+		t.m.storeSize.WithLabelValues(service, what).Set(float64(n))
+	}
+}
+
 // WatchOutbox reads service's outbox on every scrape (replacing an earlier
 // reader for the same service).
 func (t *Telemetry) WatchOutbox(service string, stats OutboxStats) {

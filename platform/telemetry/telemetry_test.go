@@ -243,6 +243,9 @@ func TestMetricsCountAndServeFromTheirOwnRegistry(t *testing.T) {
 		t.Fatal("two telemetries share a registry")
 	}
 
+	a.Pruned("ledger", "inbox", 3)
+	a.StoreSizes("ledger", map[string]int64{"inbox_rows": 7, "file_bytes": 4096})
+
 	// Every name MetricNames promises is registered with the labels
 	// MetricLabels says (and nothing else of ours).
 	fams, err := a.Registry.Gather()

@@ -144,6 +144,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			Workers:   opts.Workers,
 			Fault:     opts.Fault,
 			Telemetry: s.Telemetry,
+			Retention: service.Retention{Inbox: cfg.RetentionInbox, Sent: cfg.RetentionSent, Interval: cfg.PruneInterval},
 		}
 		if a, ok := comp.(activator); ok && !a.Active() {
 			s.startWhenActive(comp, a, log, sopts)
