@@ -21,10 +21,12 @@ type Adapter struct {
 	Store validator.Store
 }
 
-// tables is the validator over a's tables, now stamping its statuses: what
-// writes them outside the runner's commits.
-func (a Adapter) tables(now func() time.Time) *validator.Validator {
-	return &validator.Validator{DB: a.DB, Store: a.Store, Now: now}
+// tables opens a fresh database with open and returns its adapter and the
+// validator over its tables (what writes them outside the runner's commits);
+// now stamps statuses and transactions.
+func tables(t *testing.T, open Opener, now func() time.Time) (Adapter, *validator.Validator) {
+	a := open(t, now)
+	return a, &validator.Validator{DB: a.DB, Store: a.Store, Now: now}
 }
 
 // Opener opens a fresh database of one store with the validator's schema
@@ -44,9 +46,7 @@ func Run(t *testing.T, open Opener) {
 func testStatuses(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
 	clk := pstoretest.NewClock(pstoretest.T0)
-	now := func() time.Time { clk.Advance(time.Second); return clk.Now() }
-	a := open(t, now)
-	v := a.tables(now)
+	a, v := tables(t, open, func() time.Time { clk.Advance(time.Second); return clk.Now() })
 	stored := map[string]validator.Status{}
 	for _, s := range []validator.Status{
 		{Context: "ci", State: "pending", Description: "queued"},
@@ -86,9 +86,7 @@ func testStatuses(t *testing.T, open Opener) {
 
 func testProtection(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
-	now := pstoretest.NewClock(pstoretest.T0).Now
-	a := open(t, now)
-	v := a.tables(now)
+	a, v := tables(t, open, pstoretest.NewClock(pstoretest.T0).Now)
 	if got, ok, err := a.Store.Protection(ctx, "acme/widgets", "main"); err != nil || ok || got != nil {
 		t.Errorf("unconfigured protection = %v, %v, %v; want nil, false, nil", got, ok, err)
 	}
@@ -116,9 +114,7 @@ func testProtection(t *testing.T, open Opener) {
 
 func testLockRoundTrip(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
-	now := pstoretest.NewClock(pstoretest.T0).Now
-	a := open(t, now)
-	v := a.tables(now)
+	a, v := tables(t, open, pstoretest.NewClock(pstoretest.T0).Now)
 	const pr = "acme/widgets#1"
 	if l, err := a.Store.Lock(ctx, pr); err != nil || l != (validator.Lock{}) {
 		t.Errorf("lock of an unseen PR = %+v, %v; want the zero lock", l, err)
@@ -153,9 +149,7 @@ func testLockRoundTrip(t *testing.T, open Opener) {
 // reading and writing it in one transaction; exactly one takes it.
 func testLockOneWinner(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
-	now := pstoretest.NewClock(pstoretest.T0).Now
-	a := open(t, now)
-	v := a.tables(now)
+	a, v := tables(t, open, pstoretest.NewClock(pstoretest.T0).Now)
 	const pr = "acme/widgets#7"
 	const runs = 6
 	var mu sync.Mutex

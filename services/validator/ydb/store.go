@@ -2,8 +2,8 @@ package ydb
 
 import (
 	"context"
-	"fmt"
 
+	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -24,17 +24,9 @@ func NewStore(db *pydb.DB) *Store { return &Store{db: db} }
 
 // Statuses returns the latest status of every context of repo@sha.
 func (s *Store) Statuses(ctx context.Context, repo, sha string) ([]validator.Status, error) {
-	out := []validator.Status{}
-	err := s.db.Query(ctx, qStatuses, statusesParams(repo, sha),
-		func(row query.Row) error {
-			st, err := scanStatus(row)
-			out = append(out, st)
-			return err
-		})
-	if err != nil {
-		return nil, fmt.Errorf("read statuses: %w", err)
-	}
-	return out, nil
+	return readStatuses(func(q string, params ydbsdk.Params, each func(query.Row) error) error {
+		return s.db.Query(ctx, q, params, each)
+	}, repo, sha)
 }
 
 // Protection returns the required contexts of repo's branch; ok is false

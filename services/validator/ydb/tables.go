@@ -68,8 +68,14 @@ func (s *Store) Bind(stx store.Tx) (validator.Tx, error) {
 
 // Statuses returns the latest status of every context of repo@sha, by context.
 func (t *Tx) Statuses(repo, sha string) ([]validator.Status, error) {
+	return readStatuses(t.tx.Query, repo, sha)
+}
+
+// readStatuses runs qStatuses through run: a transaction's, or the
+// store's snapshot read.
+func readStatuses(run func(q string, params ydbsdk.Params, each func(query.Row) error) error, repo, sha string) ([]validator.Status, error) {
 	out := []validator.Status{}
-	err := t.tx.Query(qStatuses, statusesParams(repo, sha),
+	err := run(qStatuses, statusesParams(repo, sha),
 		func(row query.Row) error {
 			s, err := scanStatus(row)
 			out = append(out, s)
