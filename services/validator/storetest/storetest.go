@@ -4,6 +4,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -41,6 +42,18 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Protection", func(t *testing.T) { testProtection(t, open) })
 	t.Run("LockRoundTrip", func(t *testing.T) { testLockRoundTrip(t, open) })
 	t.Run("LockOneWinner", func(t *testing.T) { testLockOneWinner(t, open) })
+	t.Run("BindOtherTx", func(t *testing.T) { testBindOtherTx(t, open) })
+}
+
+// otherTx is a transaction of some other store.
+type otherTx struct{ store.Tx }
+
+// A transaction the adapter did not open is refused, not misused.
+func testBindOtherTx(t *testing.T, open Opener) {
+	a := open(t, pstoretest.NewClock(pstoretest.T0).Now)
+	if tx, err := a.Store.Bind(otherTx{}); !errors.Is(err, store.ErrWrongTx) || tx != nil {
+		t.Errorf("Bind(another store's tx) = %v, %v; want store.ErrWrongTx", tx, err)
+	}
 }
 
 func testStatuses(t *testing.T, open Opener) {
