@@ -53,10 +53,10 @@ func (v *Validator) OnMergeRequested(ctx context.Context, env contracts.Envelope
 		if err != nil {
 			return err
 		}
-		if err := tx.Emit(ev); err != nil {
+		if err := t.Emit(ev); err != nil {
 			return err
 		}
-		tx.AfterCommit(func() {
+		t.AfterCommit(func() {
 			if out.Failed != nil {
 				log.InfoContext(ctx, "validation failed", "code", out.Failed.Code, "reason", out.Failed.Reason,
 					"retryable", out.Failed.Retryable, "emitted_id", id)
@@ -125,13 +125,13 @@ func (v *Validator) OnLockEvent(ctx context.Context, env contracts.Envelope, log
 		}
 		next, changed := lock.After(env)
 		if !changed {
-			tx.AfterCommit(func() { log.DebugContext(ctx, "pr lock unchanged", "holder", lock.Holder, "merged", lock.Merged) })
+			t.AfterCommit(func() { log.DebugContext(ctx, "pr lock unchanged", "holder", lock.Holder, "merged", lock.Merged) })
 			return nil
 		}
 		if err := t.PutLock(prID, next); err != nil {
 			return err
 		}
-		tx.AfterCommit(func() {
+		t.AfterCommit(func() {
 			if next.Merged && !lock.Merged {
 				log.InfoContext(ctx, "pr marked merged", "holder", next.Holder)
 			}

@@ -3,14 +3,16 @@ package validator
 import (
 	"context"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+
 	"github.com/prsaga/prsaga/platform/store"
 )
 
-// Tx is the validator's tables inside one open transaction of its store
-// (the runner's commit, or an Update of its own): everything read and
-// written through it commits or rolls back with that transaction's inbox
-// and outbox. It is bound to the transaction's context and is not safe for
-// concurrent use; the transaction may run more than once (see store.Tx).
+// Tx is one open write transaction of the validator's store (the runner's
+// commit, or an Update of its own): the validator's tables and the
+// service's outbox, committed or rolled back together. It is bound to the
+// transaction's context and is not safe for concurrent use; the transaction
+// may run more than once (see store.Tx), so callers keep side effects out.
 type Tx interface {
 	// Statuses returns the latest status of every context of repo@sha,
 	// ordered by context; an empty non-nil list when there are none.
@@ -30,6 +32,11 @@ type Tx interface {
 	// the transaction runs again), so two validations of one PR cannot
 	// both take it.
 	PutLock(prID string, l Lock) error
+	// Emit appends events to the outbox; the relay publishes them after
+	// commit.
+	Emit(evs ...*event.Event) error
+	// AfterCommit runs f once the transaction has committed.
+	AfterCommit(f func())
 }
 
 // Store is the validator's tables on one store (validator/sqlite,

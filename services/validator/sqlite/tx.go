@@ -8,8 +8,12 @@ import (
 	"github.com/prsaga/prsaga/services/validator"
 )
 
-// Tx is the validator's tables inside a transaction of the SQLite store.
-type Tx struct{ tx *psqlite.Tx }
+// Tx is the validator's tables inside a transaction of the SQLite store
+// (the runner's, so that the lock commits with the inbox and the outbox).
+type Tx struct {
+	store.Tx // the platform transaction's Emit and AfterCommit
+	tx       *psqlite.Tx
+}
 
 var _ validator.Tx = (*Tx)(nil)
 
@@ -21,7 +25,7 @@ func (s *Store) Bind(tx store.Tx) (validator.Tx, error) {
 	if !ok {
 		return nil, fmt.Errorf("validator sqlite adapter given %T: %w", tx, store.ErrWrongTx)
 	}
-	return &Tx{tx: t}, nil
+	return &Tx{Tx: t, tx: t}, nil
 }
 
 // Statuses returns the latest status of every context of repo@sha.

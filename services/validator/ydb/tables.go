@@ -50,8 +50,12 @@ VALUES ($repo, $branch, $contexts, $updated_at)`
 VALUES ($pr_id, $correlation_id, $attempt, $merged, $updated_at)`
 )
 
-// Tx is the validator's tables inside a transaction of the YDB store.
-type Tx struct{ tx *pydb.Tx }
+// Tx is the validator's tables inside a transaction of the YDB store (the
+// runner's, so that the lock commits with the inbox and the outbox).
+type Tx struct {
+	store.Tx // the platform transaction's Emit and AfterCommit
+	tx       *pydb.Tx
+}
 
 var _ validator.Tx = (*Tx)(nil)
 
@@ -63,7 +67,7 @@ func (s *Store) Bind(stx store.Tx) (validator.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{tx: tx}, nil
+	return &Tx{Tx: tx, tx: tx}, nil
 }
 
 // Statuses returns the latest status of every context of repo@sha, by context.
