@@ -13,8 +13,12 @@
 // failure of that attempt releases it — a slow step of an older attempt that
 // gives up late does not free the PR while the retry runs (Lock.After).
 //
-// This package is the domain only: pure decisions over facts that adapters
-// gather (validator/gitrefs reads branch heads, validator/sqlite stores
-// statuses, protection and locks, validator/httpapi serves the forge-like
-// status API, validator/server wires the consumers). No SQL, NATS or HTTP here.
+// This package is the domain: pure decisions (Decide, Lock.After) and the
+// handlers that gather their facts and commit their outcome
+// (Validator.OnMergeRequested, Validator.OnLockEvent), over the tables as
+// one typed transaction (Tx, from Store.Bind). Adapters are at the edges:
+// validator/gitrefs reads branch heads, validator/sqlite and validator/ydb
+// hold the statements of the tables, validator/httpapi serves the
+// forge-like status API, validator/server wires them together. No SQL,
+// NATS or HTTP here.
 package validator

@@ -11,7 +11,8 @@ import (
 	"github.com/prsaga/prsaga/services/validator"
 )
 
-// Store is what the routes need of the validator's tables.
+// Store is what the routes need of the validator's tables; the server
+// passes the *validator.Validator, which stamps and writes them.
 type Store interface {
 	// SetStatus records st as the latest status of its context on
 	// repo@sha and returns it as stored (with its time).

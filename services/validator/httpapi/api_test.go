@@ -12,6 +12,7 @@ import (
 
 	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/services/validator"
 	"github.com/prsaga/prsaga/services/validator/httpapi"
 	vsqlite "github.com/prsaga/prsaga/services/validator/sqlite"
 )
@@ -22,7 +23,7 @@ func start(t *testing.T, operator, status httpx.Tokens) *httptest.Server {
 	t.Helper()
 	db := sqlitetest.Open(t, vsqlite.Migrations)
 	clock := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	store := vsqlite.NewStore(db, func() time.Time { clock = clock.Add(time.Second); return clock })
+	store := &validator.Validator{DB: db, Store: vsqlite.NewStore(db), Now: func() time.Time { clock = clock.Add(time.Second); return clock }}
 	mux := http.NewServeMux()
 	(&httpapi.API{Store: store, DefaultRequired: []string{"ci"}, OperatorTokens: operator, StatusTokens: status}).Routes(mux)
 	srv := httptest.NewServer(mux)

@@ -24,7 +24,7 @@ import (
 func fuzzMux(f *testing.F) *http.ServeMux {
 	f.Helper()
 	db := sqlitetest.Open(f, vsqlite.Migrations)
-	store := vsqlite.NewStore(db, func() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) })
+	store := &validator.Validator{DB: db, Store: vsqlite.NewStore(db), Now: func() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) }}
 	mux := http.NewServeMux()
 	(&httpapi.API{Store: store, DefaultRequired: []string{"ci"}}).Routes(mux)
 	return mux

@@ -1,5 +1,7 @@
 // Package server wires the validator for cmd/prsaga: its two durable
-// consumers (merge requests; the lock events merged, indexed, step_failed,
-// timed_out), its tables and its HTTP routes, over the service's own SQLite
-// database and the bare repositories under the repos dir.
+// consumers (merge requests to validator.OnMergeRequested; the lock events
+// validated, merged, indexed, step_failed, timed_out to
+// validator.OnLockEvent), its tables on the service's own database (SQLite
+// or YDB) and its HTTP routes (validator/httpapi), over the bare
+// repositories under the repos dir.
 package server

@@ -47,6 +47,22 @@ func (h *harness) retry(r contracts.Request, run string, attempt int) string {
 	return id
 }
 
+// conflictThenNewRun publishes run's step_failed(MERGING, conflict) at
+// attempt, waits for the lock's release, and returns a new run of req that
+// validated and holds the lock.
+func (h *harness) conflictThenNewRun(req contracts.Request, run string, attempt int) string {
+	h.t.Helper()
+	h.follow(contracts.TypeStepFailed, contracts.ServiceMerger, req.PRNumber, run, attempt,
+		contracts.StepFailed{Request: req, Step: contracts.StateMerging, Code: contracts.CodeConflict, Reason: "conflict in a.txt", Conflicts: []string{"a.txt"}})
+	h.waitLock(req.PRNumber, "released", func(l validator.Lock) bool { return !l.Held() })
+	next := h.send(req)
+	h.out.validated(next)
+	if l := h.lock(req.PRNumber); l != (validator.Lock{Holder: next, Attempt: 1}) {
+		h.t.Fatalf("lock after the new run = %+v; want held by %s", l, next)
+	}
+	return next
+}
+
 // TestEveryRefusalCode answers each kind of bad request with its code, on
 // the request's own run, with the retryable flag the forge acts on.
 func TestEveryRefusalCode(t *testing.T) {
@@ -188,14 +204,7 @@ func TestLockAcrossRuns(t *testing.T) {
 
 	// The holder fails at MERGING (MERGE_FAILED by a pre-pivot step): the
 	// lock is released and a new request starts a new run that validates.
-	h.follow(contracts.TypeStepFailed, contracts.ServiceMerger, 80, a, 2,
-		contracts.StepFailed{Request: req, Step: contracts.StateMerging, Code: contracts.CodeConflict, Reason: "conflict in a.txt", Conflicts: []string{"a.txt"}})
-	h.waitLock(80, "released", func(l validator.Lock) bool { return !l.Held() })
-	d := h.send(req)
-	h.out.validated(d)
-	if l := h.lock(80); l != (validator.Lock{Holder: d, Attempt: 1}) {
-		t.Fatalf("lock after the new run = %+v; want held by %s", l, d)
-	}
+	d := h.conflictThenNewRun(req, a, 2)
 
 	// The new holder's retry finds the head moved: its failure at
 	// VALIDATING releases the lock too, and the next request (for the new

@@ -47,14 +47,7 @@ func TestLockFollowsRetryAtMerging(t *testing.T) {
 	}
 
 	// Attempt 2 fails for real: released, and a new run validates.
-	h.follow(contracts.TypeStepFailed, contracts.ServiceMerger, 84, a, 2,
-		contracts.StepFailed{Request: req, Step: contracts.StateMerging, Code: contracts.CodeConflict, Reason: "conflict in a.txt", Conflicts: []string{"a.txt"}})
-	h.waitLock(84, "released", func(l validator.Lock) bool { return !l.Held() })
-	c := h.send(req)
-	h.out.validated(c)
-	if l := h.lock(84); l != (validator.Lock{Holder: c, Attempt: 1}) {
-		t.Fatalf("lock after the new run = %+v; want held by %s", l, c)
-	}
+	c := h.conflictThenNewRun(req, a, 2)
 	// A's replay of attempt 2, redelivered now, does not take the lock back.
 	h.publish(replay) // same id: JetStream's dedupe or the inbox drops it
 	again, err := contracts.New(step.NewID(), contracts.TypeMergeValidated, contracts.SourceLedger, req.PRID, time.Now(), va,

@@ -60,14 +60,10 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Server is the validator. Safe for concurrent use.
+// Server is the assembled validator. Safe for concurrent use.
 type Server struct {
-	db       store.DB
-	tables   Tables
-	heads    validator.Heads
-	required []string
-	now      func() time.Time
-	api      *httpapi.API
+	v   *validator.Validator
+	api *httpapi.API
 }
 
 // New checks opts and builds the validator.
@@ -84,19 +80,22 @@ func New(opts Options) (*Server, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	tables, st, err := Adapter(opts.DB, opts.Now)
+	st, err := Adapter(opts.DB)
 	if err != nil {
 		return nil, err
 	}
 	required := append([]string{}, opts.DefaultRequired...)
+	v := &validator.Validator{
+		DB:       opts.DB,
+		Store:    st,
+		Heads:    gitrefs.New(opts.ReposDir),
+		Required: required,
+		Now:      opts.Now,
+	}
 	return &Server{
-		db:       opts.DB,
-		tables:   tables,
-		heads:    gitrefs.New(opts.ReposDir),
-		required: required,
-		now:      opts.Now,
+		v: v,
 		api: &httpapi.API{
-			Store:           st,
+			Store:           v,
 			DefaultRequired: required,
 			OperatorTokens:  opts.OperatorTokens,
 			StatusTokens:    opts.StatusTokens,
@@ -114,7 +113,7 @@ func New(opts Options) (*Server, error) {
 func (s *Server) Spec() service.Spec {
 	return service.Spec{
 		Name: contracts.ServiceValidator,
-		DB:   s.db,
+		DB:   s.v.DB,
 		Consumers: []service.Consumer{{
 			Spec: bus.ConsumerSpec{
 				Durable:  contracts.ConsumerValidator,
@@ -122,7 +121,7 @@ func (s *Server) Spec() service.Spec {
 				GiveUp:   true,
 			},
 			Step:   contracts.StateValidating,
-			Handle: s.onMergeRequested,
+			Handle: s.v.OnMergeRequested,
 		}, {
 			Spec: bus.ConsumerSpec{
 				Durable: contracts.ConsumerValidatorLock,
@@ -131,7 +130,7 @@ func (s *Server) Spec() service.Spec {
 					contracts.SubjectStepFailed, contracts.SubjectTimedOut,
 				},
 			},
-			Handle: s.onLockEvent,
+			Handle: s.v.OnLockEvent,
 		}},
 	}
 }

@@ -1,6 +1,7 @@
 // Package sqlite stores the validator's tables in its SQLite database:
-// commit statuses, branch protection and the per-PR lock. Functions that take
-// a *sqlite.Tx run inside a runner commit (the lock read and write, in the
-// same transaction as the outbox insert); Store's methods open their own
-// transaction or read through the database's read pool, for the HTTP API.
+// commit statuses, branch protection and the per-PR lock. It holds the
+// statements only; what to write and when is the validator's. Tx (Bind) is
+// the tables inside a transaction — a runner commit, where the lock is read
+// and written with the outbox insert, or one of the validator's own; Store
+// reads outside any transaction, through the database's read pool.
 package sqlite

@@ -2,44 +2,26 @@ package sqlite
 
 import (
 	"context"
-	"time"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
-	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/validator"
 )
 
-// Store is the validator's tables for the HTTP API: each method is its own
-// transaction or reads through the read pool. Safe for concurrent use.
+// Store is the validator's tables on the SQLite store: reads outside a
+// transaction go through the read pool; Bind gives the tables inside one.
+// Safe for concurrent use.
 type Store struct {
-	db  *psqlite.DB
-	now func() time.Time
+	db *psqlite.DB
 }
 
-// NewStore returns a Store over db; now stamps statuses (nil: time.Now).
-func NewStore(db *psqlite.DB, now func() time.Time) *Store {
-	if now == nil {
-		now = time.Now
-	}
-	return &Store{db: db, now: now}
-}
+var _ validator.Store = (*Store)(nil)
 
-// SetStatus records s (its UpdatedAt set now) as the latest status of its
-// context on repo@sha and returns what was stored.
-func (s *Store) SetStatus(ctx context.Context, repo, sha string, st validator.Status) (validator.Status, error) {
-	st.UpdatedAt = s.now().UTC().Truncate(time.Microsecond)
-	err := s.db.Update(ctx, func(tx store.Tx) error { return Tables{}.PutStatus(tx, repo, sha, st) })
-	return st, err
-}
+// NewStore returns a Store over db.
+func NewStore(db *psqlite.DB) *Store { return &Store{db: db} }
 
 // Statuses returns the latest status of every context of repo@sha.
 func (s *Store) Statuses(ctx context.Context, repo, sha string) ([]validator.Status, error) {
 	return Statuses(ctx, s.db, repo, sha)
-}
-
-// SetProtection replaces the required contexts of repo's branch.
-func (s *Store) SetProtection(ctx context.Context, repo, branch string, contexts []string) error {
-	return s.db.Update(ctx, func(tx store.Tx) error { return Tables{}.PutProtection(tx, repo, branch, contexts) })
 }
 
 // Protection returns the required contexts of repo's branch; ok is false

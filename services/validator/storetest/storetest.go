@@ -4,6 +4,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -13,14 +14,20 @@ import (
 	"github.com/prsaga/prsaga/platform/store"
 	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
 	"github.com/prsaga/prsaga/services/validator"
-	"github.com/prsaga/prsaga/services/validator/server"
 )
 
 // Adapter is the validator's tables on one store.
 type Adapter struct {
-	DB     store.DB
-	Tables server.Tables
-	Store  server.Store
+	DB    store.DB
+	Store validator.Store
+}
+
+// tables opens a fresh database with open and returns its adapter and the
+// validator over its tables (what writes them outside the runner's commits);
+// now stamps statuses and transactions.
+func tables(t *testing.T, open Opener, now func() time.Time) (Adapter, *validator.Validator) {
+	a := open(t, now)
+	return a, &validator.Validator{DB: a.DB, Store: a.Store, Now: now}
 }
 
 // Opener opens a fresh database of one store with the validator's schema
@@ -35,25 +42,37 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Protection", func(t *testing.T) { testProtection(t, open) })
 	t.Run("LockRoundTrip", func(t *testing.T) { testLockRoundTrip(t, open) })
 	t.Run("LockOneWinner", func(t *testing.T) { testLockOneWinner(t, open) })
+	t.Run("BindOtherTx", func(t *testing.T) { testBindOtherTx(t, open) })
+}
+
+// otherTx is a transaction of some other store.
+type otherTx struct{ store.Tx }
+
+// A transaction the adapter did not open is refused, not misused.
+func testBindOtherTx(t *testing.T, open Opener) {
+	a := open(t, pstoretest.NewClock(pstoretest.T0).Now)
+	if tx, err := a.Store.Bind(otherTx{}); !errors.Is(err, store.ErrWrongTx) || tx != nil {
+		t.Errorf("Bind(another store's tx) = %v, %v; want store.ErrWrongTx", tx, err)
+	}
 }
 
 func testStatuses(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
 	clk := pstoretest.NewClock(pstoretest.T0)
-	a := open(t, func() time.Time { clk.Advance(time.Second); return clk.Now() })
+	a, v := tables(t, open, func() time.Time { clk.Advance(time.Second); return clk.Now() })
 	stored := map[string]validator.Status{}
 	for _, s := range []validator.Status{
 		{Context: "ci", State: "pending", Description: "queued"},
 		{Context: "lint", State: "success"},
 		{Context: "ci", State: "failure", Description: "red"},
 	} {
-		st, err := a.Store.SetStatus(ctx, "acme/widgets", sha, s)
+		st, err := v.SetStatus(ctx, "acme/widgets", sha, s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stored[s.Context] = st
 	}
-	if _, err := a.Store.SetStatus(ctx, "acme/gadgets", sha, validator.Status{Context: "ci", State: "success"}); err != nil {
+	if _, err := v.SetStatus(ctx, "acme/gadgets", sha, validator.Status{Context: "ci", State: "success"}); err != nil {
 		t.Fatal(err)
 	}
 	if !stored["ci"].UpdatedAt.After(stored["lint"].UpdatedAt) {
@@ -65,9 +84,9 @@ func testStatuses(t *testing.T, open Opener) {
 		t.Errorf("statuses = %v, %v\nwant %s", got, err, want)
 	}
 	var inTx []validator.Status
-	if err := a.DB.Update(ctx, func(tx store.Tx) error {
+	if err := v.Update(ctx, func(tx validator.Tx) error {
 		var err error
-		inTx, err = a.Tables.Statuses(tx, "acme/widgets", sha)
+		inTx, err = tx.Statuses("acme/widgets", sha)
 		return err
 	}); err != nil || fmt.Sprint(inTx) != want {
 		t.Errorf("statuses read in a transaction = %v, %v\nwant %s", inTx, err, want)
@@ -80,12 +99,12 @@ func testStatuses(t *testing.T, open Opener) {
 
 func testProtection(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
-	a := open(t, pstoretest.NewClock(pstoretest.T0).Now)
+	a, v := tables(t, open, pstoretest.NewClock(pstoretest.T0).Now)
 	if got, ok, err := a.Store.Protection(ctx, "acme/widgets", "main"); err != nil || ok || got != nil {
 		t.Errorf("unconfigured protection = %v, %v, %v; want nil, false, nil", got, ok, err)
 	}
 	for _, want := range [][]string{{"ci", "lint"}, {}} {
-		if err := a.Store.SetProtection(ctx, "acme/widgets", "release/1.x", want); err != nil {
+		if err := v.SetProtection(ctx, "acme/widgets", "release/1.x", want); err != nil {
 			t.Fatal(err)
 		}
 		got, ok, err := a.Store.Protection(ctx, "acme/widgets", "release/1.x")
@@ -93,9 +112,9 @@ func testProtection(t *testing.T, open Opener) {
 			t.Errorf("protection = %#v, %v, %v; want %#v, true, nil", got, ok, err, want)
 		}
 		var inTx []string
-		if err := a.DB.Update(ctx, func(tx store.Tx) error {
+		if err := v.Update(ctx, func(tx validator.Tx) error {
 			var err error
-			inTx, ok, err = a.Tables.Protection(tx, "acme/widgets", "release/1.x")
+			inTx, ok, err = tx.Protection("acme/widgets", "release/1.x")
 			return err
 		}); err != nil || !ok || !slices.Equal(inTx, want) {
 			t.Errorf("protection read in a transaction = %v, %v, %v; want %v", inTx, ok, err, want)
@@ -108,7 +127,7 @@ func testProtection(t *testing.T, open Opener) {
 
 func testLockRoundTrip(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
-	a := open(t, pstoretest.NewClock(pstoretest.T0).Now)
+	a, v := tables(t, open, pstoretest.NewClock(pstoretest.T0).Now)
 	const pr = "acme/widgets#1"
 	if l, err := a.Store.Lock(ctx, pr); err != nil || l != (validator.Lock{}) {
 		t.Errorf("lock of an unseen PR = %+v, %v; want the zero lock", l, err)
@@ -119,15 +138,15 @@ func testLockRoundTrip(t *testing.T, open Opener) {
 		{Holder: "run-1", Attempt: 2, Merged: true},
 		{Merged: true},
 	} {
-		err := a.DB.Update(ctx, func(tx store.Tx) error {
-			before, err := a.Tables.Lock(tx, pr)
+		err := v.Update(ctx, func(tx validator.Tx) error {
+			before, err := tx.Lock(pr)
 			if err != nil {
 				return err
 			}
 			if before != prev {
 				return fmt.Errorf("lock read in the transaction = %+v, want %+v", before, prev)
 			}
-			return a.Tables.PutLock(tx, pr, want)
+			return tx.PutLock(pr, want)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -143,7 +162,7 @@ func testLockRoundTrip(t *testing.T, open Opener) {
 // reading and writing it in one transaction; exactly one takes it.
 func testLockOneWinner(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
-	a := open(t, pstoretest.NewClock(pstoretest.T0).Now)
+	a, v := tables(t, open, pstoretest.NewClock(pstoretest.T0).Now)
 	const pr = "acme/widgets#7"
 	const runs = 6
 	var mu sync.Mutex
@@ -153,15 +172,15 @@ func testLockOneWinner(t *testing.T, open Opener) {
 		run := fmt.Sprintf("run-%d", i)
 		wg.Go(func() {
 			var taken bool
-			err := a.DB.Update(ctx, func(tx store.Tx) error {
+			err := v.Update(ctx, func(tx validator.Tx) error {
 				taken = false
-				l, err := a.Tables.Lock(tx, pr)
+				l, err := tx.Lock(pr)
 				if err != nil || l.Held() {
 					return err
 				}
 				next, _ := l.Take(run, 1)
 				taken = true
-				return a.Tables.PutLock(tx, pr, next)
+				return tx.PutLock(pr, next)
 			})
 			if err != nil {
 				t.Errorf("%s: %v", run, err)

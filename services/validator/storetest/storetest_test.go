@@ -19,11 +19,11 @@ func TestStores(t *testing.T) {
 	pstoretest.Stores(t, schema, func(t *testing.T, open pstoretest.Opener) {
 		storetest.Run(t, func(t *testing.T, now func() time.Time) storetest.Adapter {
 			db := open(t, now)
-			tables, st, err := server.Adapter(db, now)
+			st, err := server.Adapter(db)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return storetest.Adapter{DB: db, Tables: tables, Store: st}
+			return storetest.Adapter{DB: db, Store: st}
 		})
 	})
 }

@@ -50,18 +50,36 @@ VALUES ($repo, $branch, $contexts, $updated_at)`
 VALUES ($pr_id, $correlation_id, $attempt, $merged, $updated_at)`
 )
 
-// Tables are the validator's reads and writes inside a transaction of the
-// YDB store. The zero value is ready to use.
-type Tables struct{}
+// Tx is the validator's tables inside a transaction of the YDB store (the
+// runner's, so that the lock commits with the inbox and the outbox).
+type Tx struct {
+	store.Tx // the platform transaction's Emit and AfterCommit
+	tx       *pydb.Tx
+}
 
-// Statuses returns the latest status of every context of repo@sha, by context.
-func (Tables) Statuses(stx store.Tx, repo, sha string) ([]validator.Status, error) {
+var _ validator.Tx = (*Tx)(nil)
+
+// Bind returns the validator's tables inside an open transaction of the
+// YDB store (the runner's); a transaction of another store is an error
+// wrapping store.ErrWrongTx.
+func (s *Store) Bind(stx store.Tx) (validator.Tx, error) {
 	tx, err := pydb.TxOf(stx)
 	if err != nil {
 		return nil, err
 	}
+	return &Tx{Tx: tx, tx: tx}, nil
+}
+
+// Statuses returns the latest status of every context of repo@sha, by context.
+func (t *Tx) Statuses(repo, sha string) ([]validator.Status, error) {
+	return readStatuses(t.tx.Query, repo, sha)
+}
+
+// readStatuses runs qStatuses through run: a transaction's, or the
+// store's snapshot read.
+func readStatuses(run func(q string, params ydbsdk.Params, each func(query.Row) error) error, repo, sha string) ([]validator.Status, error) {
 	out := []validator.Status{}
-	err = tx.Query(qStatuses, statusesParams(repo, sha),
+	err := run(qStatuses, statusesParams(repo, sha),
 		func(row query.Row) error {
 			s, err := scanStatus(row)
 			out = append(out, s)
@@ -85,12 +103,8 @@ func scanStatus(row query.Row) (validator.Status, error) {
 }
 
 // PutStatus stores s as the latest status of its context on repo@sha.
-func (Tables) PutStatus(stx store.Tx, repo, sha string, s validator.Status) error {
-	tx, err := pydb.TxOf(stx)
-	if err != nil {
-		return err
-	}
-	if err := tx.Exec(qPutStatus, statusParams(repo, sha, s)); err != nil {
+func (t *Tx) PutStatus(repo, sha string, s validator.Status) error {
+	if err := t.tx.Exec(qPutStatus, statusParams(repo, sha, s)); err != nil {
 		return fmt.Errorf("store status: %w", err)
 	}
 	return nil
@@ -109,12 +123,8 @@ func statusParams(repo, sha string, s validator.Status) ydbsdk.Params {
 
 // Protection returns the required contexts of repo's branch; ok is false
 // when none are configured.
-func (Tables) Protection(stx store.Tx, repo, branch string) ([]string, bool, error) {
-	tx, err := pydb.TxOf(stx)
-	if err != nil {
-		return nil, false, err
-	}
-	row, err := tx.QueryRow(qProtection, protectionKey(repo, branch))
+func (t *Tx) Protection(repo, branch string) ([]string, bool, error) {
+	row, err := t.tx.QueryRow(qProtection, protectionKey(repo, branch))
 	return scanProtection(row, err, repo, branch)
 }
 
@@ -153,11 +163,7 @@ func putProtectionParams(repo, branch, contexts string, now time.Time) ydbsdk.Pa
 }
 
 // PutProtection replaces the required contexts of repo's branch.
-func (Tables) PutProtection(stx store.Tx, repo, branch string, contexts []string) error {
-	tx, err := pydb.TxOf(stx)
-	if err != nil {
-		return err
-	}
+func (t *Tx) PutProtection(repo, branch string, contexts []string) error {
 	if contexts == nil {
 		contexts = []string{}
 	}
@@ -165,7 +171,7 @@ func (Tables) PutProtection(stx store.Tx, repo, branch string, contexts []string
 	if err != nil {
 		return fmt.Errorf("store protection: %w", err)
 	}
-	err = tx.Exec(qPutProtection, putProtectionParams(repo, branch, string(raw), tx.Now()))
+	err = t.tx.Exec(qPutProtection, putProtectionParams(repo, branch, string(raw), t.tx.Now()))
 	if err != nil {
 		return fmt.Errorf("store protection: %w", err)
 	}
@@ -173,12 +179,8 @@ func (Tables) PutProtection(stx store.Tx, repo, branch string, contexts []string
 }
 
 // Lock returns the PR's lock; a PR never seen has the zero (free) lock.
-func (Tables) Lock(stx store.Tx, prID string) (validator.Lock, error) {
-	tx, err := pydb.TxOf(stx)
-	if err != nil {
-		return validator.Lock{}, err
-	}
-	row, err := tx.QueryRow(qLock, lockParams(prID))
+func (t *Tx) Lock(prID string) (validator.Lock, error) {
+	row, err := t.tx.QueryRow(qLock, lockParams(prID))
 	return scanLock(row, err, prID)
 }
 
@@ -214,13 +216,8 @@ func putLockParams(prID string, l validator.Lock, now time.Time) ydbsdk.Params {
 
 // PutLock writes the PR's lock. Call it in the transaction that read the
 // lock (Lock).
-func (Tables) PutLock(stx store.Tx, prID string, l validator.Lock) error {
-	tx, err := pydb.TxOf(stx)
-	if err != nil {
-		return err
-	}
-	err = tx.Exec(qPutLock, putLockParams(prID, l, tx.Now()))
-	if err != nil {
+func (t *Tx) PutLock(prID string, l validator.Lock) error {
+	if err := t.tx.Exec(qPutLock, putLockParams(prID, l, t.tx.Now())); err != nil {
 		return fmt.Errorf("store lock of %s: %w", prID, err)
 	}
 	return nil

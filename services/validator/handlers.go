@@ -1,4 +1,4 @@
-package server
+package validator
 
 import (
 	"context"
@@ -9,36 +9,39 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
-	"github.com/prsaga/prsaga/services/validator"
 )
 
-// onMergeRequested validates one run. The branch heads are read first,
+// OnMergeRequested validates one run. The branch heads are read first,
 // outside any transaction; the lock, protection and statuses are read, the
 // decision made, the lock taken and the answer emitted in one transaction —
 // atomic on either store: SQLite has one writer; on YDB a concurrent writer
 // of the lock invalidates this transaction's read and DoTx runs it again.
-func (s *Server) onMergeRequested(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
+func (v *Validator) OnMergeRequested(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 	req := env.Req()
-	facts := validator.Facts{
+	facts := Facts{
 		CorrelationID: env.Meta.CorrelationID,
 		Attempt:       env.Meta.Attempt,
 		Request:       req,
 		Invalid:       env.ValidatePayload(),
 	}
 	if facts.Invalid == nil {
-		if err := s.readHeads(&facts); err != nil {
+		if err := v.readHeads(&facts); err != nil {
 			return nil, err
 		}
 	}
-	id, at := step.NewID(), s.now()
+	id, at := step.NewID(), v.Now()
 	return func(tx store.Tx) error {
-		f := facts // the commit may run more than once
-		if err := s.readState(tx, &f); err != nil {
+		t, err := v.Store.Bind(tx)
+		if err != nil {
 			return err
 		}
-		out := validator.Decide(f)
+		f := facts // the commit may run more than once
+		if err := v.readState(t, &f); err != nil {
+			return err
+		}
+		out := Decide(f)
 		if out.LockChanged {
-			if err := s.tables.PutLock(tx, req.PRID, out.Lock); err != nil {
+			if err := t.PutLock(req.PRID, out.Lock); err != nil {
 				return err
 			}
 		}
@@ -50,10 +53,10 @@ func (s *Server) onMergeRequested(ctx context.Context, env contracts.Envelope, l
 		if err != nil {
 			return err
 		}
-		if err := tx.Emit(ev); err != nil {
+		if err := t.Emit(ev); err != nil {
 			return err
 		}
-		tx.AfterCommit(func() {
+		t.AfterCommit(func() {
 			if out.Failed != nil {
 				log.InfoContext(ctx, "validation failed", "code", out.Failed.Code, "reason", out.Failed.Reason,
 					"retryable", out.Failed.Retryable, "emitted_id", id)
@@ -68,13 +71,13 @@ func (s *Server) onMergeRequested(ctx context.Context, env contracts.Envelope, l
 
 // readHeads reads both branch heads. A missing repository or branch is a
 // fact for the decision; any other error is transient (retried).
-func (s *Server) readHeads(f *validator.Facts) error {
+func (v *Validator) readHeads(f *Facts) error {
 	r := f.Request
 	var err error
-	if f.SourceHead, err = s.heads.Head(r.Repo, r.SourceBranch); err == nil {
-		f.TargetHead, err = s.heads.Head(r.Repo, r.TargetBranch)
+	if f.SourceHead, err = v.Heads.Head(r.Repo, r.SourceBranch); err == nil {
+		f.TargetHead, err = v.Heads.Head(r.Repo, r.TargetBranch)
 	}
-	if errors.Is(err, validator.ErrNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		f.Missing = err
 		return nil
 	}
@@ -86,45 +89,49 @@ func (s *Server) readHeads(f *validator.Facts) error {
 
 // readState reads what the decision needs from the validator's tables, in
 // the deciding transaction.
-func (s *Server) readState(tx store.Tx, f *validator.Facts) error {
+func (v *Validator) readState(tx Tx, f *Facts) error {
 	r := f.Request
 	var err error
-	if f.Lock, err = s.tables.Lock(tx, r.PRID); err != nil {
+	if f.Lock, err = tx.Lock(r.PRID); err != nil {
 		return err
 	}
 	if f.Invalid != nil || f.Missing != nil {
 		return nil // the checks are not looked at
 	}
-	required, ok, err := s.tables.Protection(tx, r.Repo, r.TargetBranch)
+	required, ok, err := tx.Protection(r.Repo, r.TargetBranch)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		required = s.required
+		required = v.Required
 	}
 	f.Required = required
-	f.Statuses, err = s.tables.Statuses(tx, r.Repo, r.HeadSHA)
+	f.Statuses, err = tx.Statuses(r.Repo, r.HeadSHA)
 	return err
 }
 
-// onLockEvent applies validated, merged, indexed, step_failed and timed_out
-// to the PR's lock (validator.Lock.After has the rules).
-func (s *Server) onLockEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
+// OnLockEvent applies validated, merged, indexed, step_failed and timed_out
+// to the PR's lock (Lock.After has the rules).
+func (v *Validator) OnLockEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 	prID := env.Req().PRID
 	return func(tx store.Tx) error {
-		lock, err := s.tables.Lock(tx, prID)
+		t, err := v.Store.Bind(tx)
+		if err != nil {
+			return err
+		}
+		lock, err := t.Lock(prID)
 		if err != nil {
 			return err
 		}
 		next, changed := lock.After(env)
 		if !changed {
-			tx.AfterCommit(func() { log.DebugContext(ctx, "pr lock unchanged", "holder", lock.Holder, "merged", lock.Merged) })
+			t.AfterCommit(func() { log.DebugContext(ctx, "pr lock unchanged", "holder", lock.Holder, "merged", lock.Merged) })
 			return nil
 		}
-		if err := s.tables.PutLock(tx, prID, next); err != nil {
+		if err := t.PutLock(prID, next); err != nil {
 			return err
 		}
-		tx.AfterCommit(func() {
+		t.AfterCommit(func() {
 			if next.Merged && !lock.Merged {
 				log.InfoContext(ctx, "pr marked merged", "holder", next.Holder)
 			}
