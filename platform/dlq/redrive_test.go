@@ -68,8 +68,8 @@ func TestRedrive(t *testing.T) {
 	_, b := natstest.Start(t, bus.Config{})
 	orig := requested(t, "req-1")
 	// A message redriven before and dead-lettered again: the old record
-	// gives way to the new one.
-	orig.Header.Set(contracts.RedrivenFromHeader, contracts.DLQStream+":77")
+	// gives way to the new one, however its headers are spelt.
+	orig.Header["prsaga-redriven-from"] = []string{contracts.DLQStream + ":77"}
 	orig.Header.Set(contracts.RedrivenReasonHeader, "an older reason")
 	deadLetter(t, b, contracts.ConsumerValidator, orig, "validator bug #1")
 	deadLetter(t, b, contracts.ConsumerLedger, orig, "ledger bug #2")
@@ -108,6 +108,9 @@ func TestRedrive(t *testing.T) {
 		if got := m.Header.Values(k); (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0] != want)) {
 			t.Errorf("redriven header %s = %q, want %q", k, got, want)
 		}
+	}
+	if old := m.Header["prsaga-redriven-from"]; old != nil {
+		t.Errorf("redriven message keeps the old record %q", old)
 	}
 	if _, err := bus.Decode(m.Header, m.Data); err != nil {
 		t.Errorf("the redriven message no longer decodes: %v", err)
