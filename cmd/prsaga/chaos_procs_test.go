@@ -34,16 +34,6 @@ func buildBinary(t *testing.T) string {
 	return exe
 }
 
-func chaosAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // chaosProc is one child process that the chaos test kills and restarts: the
 // same arguments, the same ports and data dir each time, its output
 // appended to one log file.
@@ -72,12 +62,7 @@ func (p *chaosProc) start() error {
 	defer out.Close() // the child holds its own descriptor
 	fmt.Fprintf(out, "\n=== chaos: start %d of %s\n", p.starts+1, p.name)
 	cmd := exec.Command(p.exe, p.args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PRSAGA_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, p.env...)
+	cmd.Env = cleanEnv(p.env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	// The kernel kills the child if the test process dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

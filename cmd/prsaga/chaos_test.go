@@ -25,13 +25,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
-	"github.com/prsaga/prsaga/cmd/prsaga/internal/sample"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	_ "github.com/prsaga/prsaga/platform/sqlite" // registers the "sqlite" driver: the ledger's file is read directly
 )
 
@@ -53,21 +52,10 @@ func chaosRepos(t *testing.T, reposDir string, n, repos, watched int, run string
 	prs := make([]chaosPR, n)
 	for k := 0; k < repos; k++ {
 		name := fmt.Sprintf("chaos/r%d", k)
-		r, err := sample.Init(reposDir, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		initial, err := r.Commit("main", plumbing.ZeroHash, map[string]string{"README.md": "# " + name + "\n"}, "Initial commit")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := k; i < n; i += repos {
-			file := "f_" + strconv.Itoa(i) + ".txt"
+		ours := everyNth(k, n, repos)
+		for j, h := range prRepo(t, reposDir, name, ours) {
+			i, file := ours[j], prFile(ours[j])
 			branch := "pr/" + strconv.Itoa(i)
-			h, err := r.Commit(branch, initial, map[string]string{file: "file " + strconv.Itoa(i) + "\n"}, "Add "+file)
-			if err != nil {
-				t.Fatal(err)
-			}
 			strategy := contracts.StrategyMerge
 			if i%3 == 2 {
 				strategy = contracts.StrategySquash
@@ -183,7 +171,7 @@ func TestChaos(t *testing.T) {
 	receiver := httptest.NewServer(hooks)
 	t.Cleanup(receiver.Close) // after the children are gone (cleanups run last first)
 
-	natsAddr := chaosAddr(t)
+	natsAddr := freeAddr(t)
 	natsURL := "nats://" + natsAddr
 	natsProc := &chaosProc{name: "nats", exe: exe, log: filepath.Join(dir, "nats.log"), ready: tcpReady(natsAddr),
 		args: []string{"nats", "--nats-listen", natsAddr, "--data", filepath.Join(dir, "nats")}}
@@ -207,7 +195,7 @@ func TestChaos(t *testing.T) {
 	addrs := map[string]string{}
 	var names []string
 	for _, name := range []string{"validator", "merger", "notifier", "indexer", "ledger"} {
-		addr := chaosAddr(t)
+		addr := freeAddr(t)
 		addrs[name] = addr
 		p := &chaosProc{name: name, exe: exe, log: filepath.Join(dir, name+".log"), ready: httpReady("http://" + addr),
 			args: serviceArgs(name, natsURL, filepath.Join(dir, name), reposDir, addr, tuning...)}
@@ -501,7 +489,7 @@ func TestChaos(t *testing.T) {
 	hooks.mu.Unlock()
 
 	// 4. Nothing dead-lettered.
-	if n := dlqMessages(t, ctx, b); n != 0 {
+	if n := natstest.Msgs(t, ctx, b, contracts.DLQStream); n != 0 {
 		code, out, _ := runCLIEnv(t, map[string]string{"PRSAGA_NATS_URL": natsURL}, "dlq", "list")
 		t.Errorf("PRSAGA_DLQ holds %d messages (dlq list: %d)\n%s", n, code, out)
 	}
@@ -526,19 +514,6 @@ func crashes(ps []*chaosProc) []string {
 		p.mu.Unlock()
 	}
 	return out
-}
-
-func dlqMessages(t *testing.T, ctx context.Context, b *bus.Bus) uint64 {
-	t.Helper()
-	s, err := b.JS.Stream(ctx, contracts.DLQStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
 }
 
 // countRedeliveries is, summed over the durable consumers, how many

@@ -22,11 +22,7 @@ func clientFlags(name string, args []string, getenv func(string) string, stderr 
 	if extra != nil {
 		extra(fs)
 	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return nil, nil, false, parseError(err, stderr)
-	}
-	cfg, err := load()
+	pos, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return nil, nil, false, parseError(err, stderr)
 	}

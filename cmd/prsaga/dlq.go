@@ -67,11 +67,7 @@ func cmdDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 	consumer := fs.String("consumer", "", "only the dead letters of this consumer (list, redrive --all)")
 	limit := fs.Int("limit", 100, "list at most this many, oldest first")
 	all := fs.Bool("all", false, "redrive every dead letter (of --consumer, if given)")
-	pos, err := parseInterspersed(fs, args[1:])
-	if err != nil {
-		return parseError(err, stderr)
-	}
-	cfg, err := load()
+	pos, cfg, err := parseConfig(fs, load, args[1:])
 	if err != nil {
 		return parseError(err, stderr)
 	}

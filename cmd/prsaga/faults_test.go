@@ -21,6 +21,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo"
 )
 
@@ -126,7 +127,7 @@ func TestFaultPoints(t *testing.T) {
 	receiver := httptest.NewServer(hooks)
 	t.Cleanup(receiver.Close)
 
-	natsAddr := chaosAddr(t)
+	natsAddr := freeAddr(t)
 	natsURL := "nats://" + natsAddr
 	natsProc := &chaosProc{name: "nats", exe: exe, log: filepath.Join(dir, "nats.log"), ready: tcpReady(natsAddr),
 		args: []string{"nats", "--nats-listen", natsAddr, "--data", filepath.Join(dir, "nats")}}
@@ -140,7 +141,7 @@ func TestFaultPoints(t *testing.T) {
 	services := map[string]*chaosProc{}
 	addrs := map[string]string{}
 	for _, name := range []string{"validator", "merger", "notifier", "indexer", "ledger"} {
-		addr := chaosAddr(t)
+		addr := freeAddr(t)
 		addrs[name] = addr
 		p := &chaosProc{name: name, exe: exe, log: filepath.Join(dir, name+".log"), ready: httpReady("http://" + addr),
 			args: serviceArgs(name, natsURL, filepath.Join(dir, name), reposDir, addr, tuning...)}
@@ -299,7 +300,7 @@ func TestFaultPoints(t *testing.T) {
 	}
 	checkTransitionRows(t, filepath.Join(dir, "ledger", "db", "ledger.sqlite"))
 	checkMain(t, filepath.Join(reposDir, filepath.FromSlash(repo)+".git"), prs, final, isMerged)
-	if n := dlqMessages(t, ctx, b); n != 0 {
+	if n := natstest.Msgs(t, ctx, b, contracts.DLQStream); n != 0 {
 		t.Errorf("PRSAGA_DLQ holds %d messages", n)
 	}
 	t.Logf("fault points: %d armed, each exited its process once; %d sagas MERGED, %d redeliveries", len(faultCases), len(prs), countRedeliveries(t, ctx, b))

@@ -144,10 +144,8 @@ func TestRedriveAgainAfterACrash(t *testing.T) {
 	if err != nil || !r.Duplicate || r.StreamSeq != 1 {
 		t.Fatalf("Redrive after a crash = %+v, %v; want a duplicate of stream seq 1", r, err)
 	}
-	s, _ := b.JS.Stream(ctx, contracts.Stream)
-	info, err := s.Info(ctx)
-	if err != nil || info.State.Msgs != 1 {
-		t.Errorf("PRSAGA holds %v messages (%v), want the one copy", info.State.Msgs, err)
+	if n := natstest.Msgs(t, ctx, b, contracts.Stream); n != 1 {
+		t.Errorf("PRSAGA holds %d messages, want the one copy", n)
 	}
 	if ls, _ := q.Scan(ctx, "", 0); len(ls) != 0 {
 		t.Errorf("DLQ after the repeated redrive: %v, want empty", seqs(ls))
@@ -183,9 +181,8 @@ func TestRedriveRefusesForeignSubjects(t *testing.T) {
 	if ls, _ := q.Scan(ctx, "", 0); len(ls) != 3 {
 		t.Errorf("DLQ after refused redrives holds %v, want all 3", seqs(ls))
 	}
-	s, _ := b.JS.Stream(ctx, contracts.Stream)
-	if info, err := s.Info(ctx); err != nil || info.State.Msgs != 0 {
-		t.Errorf("PRSAGA after refused redrives: %v, want empty", err)
+	if n := natstest.Msgs(t, ctx, b, contracts.Stream); n != 0 {
+		t.Errorf("PRSAGA after refused redrives holds %d messages, want none", n)
 	}
 }
 
