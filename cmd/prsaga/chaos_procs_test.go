@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 )
 
 // buildBinary builds the prsaga command once into a temp dir (the chaos
@@ -188,4 +190,60 @@ func serviceArgs(name, natsURL, dataDir, reposDir, httpAddr string, extra ...str
 		"--webhook-allow-private", "true",
 	}
 	return append(args, extra...)
+}
+
+// chaosProcs are the processes of TestChaos and TestFaultPoints: `prsaga
+// nats` and the five services, each its own process on a free port.
+type chaosProcs struct {
+	nats     *chaosProc
+	natsURL  string
+	services map[string]*chaosProc
+	names    []string          // the services, in start order
+	all      []*chaosProc      // nats first, then the services in order
+	addrs    map[string]string // service -> HTTP address
+}
+
+// newChaosProcs prepares the processes (it starts none) with their data
+// and logs in dir; every service gets serviceArgs and tuning. All are
+// killed when the test ends, the services first.
+func newChaosProcs(t *testing.T, exe, dir, reposDir string, tuning ...string) chaosProcs {
+	natsAddr := freeAddr(t)
+	c := chaosProcs{natsURL: "nats://" + natsAddr, services: map[string]*chaosProc{}, addrs: map[string]string{}}
+	c.nats = &chaosProc{name: "nats", exe: exe, log: filepath.Join(dir, "nats.log"), ready: tcpReady(natsAddr),
+		args: []string{"nats", "--nats-listen", natsAddr, "--data", filepath.Join(dir, "nats")}}
+	c.all = []*chaosProc{c.nats}
+	for _, name := range []string{"validator", "merger", "notifier", "indexer", "ledger"} {
+		addr := freeAddr(t)
+		c.addrs[name] = addr
+		p := &chaosProc{name: name, exe: exe, log: filepath.Join(dir, name+".log"), ready: httpReady("http://" + addr),
+			args: serviceArgs(name, c.natsURL, filepath.Join(dir, name), reposDir, addr, tuning...)}
+		c.services[name], c.names, c.all = p, append(c.names, name), append(c.all, p)
+	}
+	t.Cleanup(func() {
+		for i := len(c.all) - 1; i >= 0; i-- { // services first, then NATS
+			c.all[i].kill()
+		}
+	})
+	return c
+}
+
+// api is a client of service name's HTTP API.
+func (c chaosProcs) api(name string) *client.Client { return client.New("http://"+c.addrs[name], "") }
+
+// upAll starts those of ps that are not running, then waits until every
+// one is ready; it fails the test on any error.
+func upAll(ctx context.Context, t *testing.T, ps ...*chaosProc) {
+	t.Helper()
+	for _, p := range ps {
+		if !p.running() {
+			if err := p.start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, p := range ps {
+		if err := p.waitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

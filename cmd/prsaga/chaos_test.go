@@ -171,46 +171,13 @@ func TestChaos(t *testing.T) {
 	receiver := httptest.NewServer(hooks)
 	t.Cleanup(receiver.Close) // after the children are gone (cleanups run last first)
 
-	natsAddr := freeAddr(t)
-	natsURL := "nats://" + natsAddr
-	natsProc := &chaosProc{name: "nats", exe: exe, log: filepath.Join(dir, "nats.log"), ready: tcpReady(natsAddr),
-		args: []string{"nats", "--nats-listen", natsAddr, "--data", filepath.Join(dir, "nats")}}
-	procs := []*chaosProc{natsProc}
-	t.Cleanup(func() {
-		for i := len(procs) - 1; i >= 0; i-- { // services first, then NATS
-			procs[i].kill()
-		}
-	})
-	if err := natsProc.start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := natsProc.waitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// Short ack wait: a killed consumer's messages come back in 2s. A large
 	// delivery budget: a step must not give up because it was killed.
-	tuning := []string{"--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m",
-		"--log-level", "debug", "--log-dir", ""}
-	services := map[string]*chaosProc{}
-	addrs := map[string]string{}
-	var names []string
-	for _, name := range []string{"validator", "merger", "notifier", "indexer", "ledger"} {
-		addr := freeAddr(t)
-		addrs[name] = addr
-		p := &chaosProc{name: name, exe: exe, log: filepath.Join(dir, name+".log"), ready: httpReady("http://" + addr),
-			args: serviceArgs(name, natsURL, filepath.Join(dir, name), reposDir, addr, tuning...)}
-		services[name], names = p, append(names, name)
-		procs = append(procs, p)
-		if err := p.start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, p := range procs {
-		if err := p.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	api := func(name string) *client.Client { return client.New("http://"+addrs[name], "") }
+	cp := newChaosProcs(t, exe, dir, reposDir, "--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m",
+		"--log-level", "debug", "--log-dir", "")
+	natsProc, natsURL, services, names, procs, api := cp.nats, cp.natsURL, cp.services, cp.names, cp.all, cp.api
+	upAll(ctx, t, natsProc)
+	upAll(ctx, t, procs...)
 	ledgerAPI, validatorAPI, notifierAPI := api("ledger"), api("validator"), api("notifier")
 
 	// CI statuses and watchers, before the chaos.
@@ -394,16 +361,7 @@ func TestChaos(t *testing.T) {
 
 	// Every process back up, and everything delivered settled, before the
 	// world is checked.
-	for _, p := range procs {
-		if !p.running() {
-			if err := p.start(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := p.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	upAll(ctx, t, procs...)
 	// No service exits on its own, not even one started while NATS was
 	// down: it waits for the server.
 	for _, c := range crashes(procs) {

@@ -127,47 +127,21 @@ func TestFaultPoints(t *testing.T) {
 	receiver := httptest.NewServer(hooks)
 	t.Cleanup(receiver.Close)
 
-	natsAddr := freeAddr(t)
-	natsURL := "nats://" + natsAddr
-	natsProc := &chaosProc{name: "nats", exe: exe, log: filepath.Join(dir, "nats.log"), ready: tcpReady(natsAddr),
-		args: []string{"nats", "--nats-listen", natsAddr, "--data", filepath.Join(dir, "nats")}}
-	var procs []*chaosProc
-	t.Cleanup(func() {
-		for i := len(procs) - 1; i >= 0; i-- { // services first, then NATS
-			procs[i].kill()
-		}
-	})
-	tuning := []string{"--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m"}
-	services := map[string]*chaosProc{}
-	addrs := map[string]string{}
-	for _, name := range []string{"validator", "merger", "notifier", "indexer", "ledger"} {
-		addr := freeAddr(t)
-		addrs[name] = addr
-		p := &chaosProc{name: name, exe: exe, log: filepath.Join(dir, name+".log"), ready: httpReady("http://" + addr),
-			args: serviceArgs(name, natsURL, filepath.Join(dir, name), reposDir, addr, tuning...)}
-		services[name] = p
-		procs = append(procs, p)
-		if err := p.start(); err != nil {
+	cp := newChaosProcs(t, exe, dir, reposDir, "--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m")
+	natsURL, services, procs, api := cp.natsURL, cp.services, cp.all, cp.api
+	for _, name := range cp.names {
+		if err := services[name].start(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Every service up and waiting for a NATS server that is not there.
-	for _, p := range procs {
+	for _, p := range procs[1:] {
 		waitLog(t, ctx, p, "JetStream not available; waiting")
 		if !p.running() {
 			t.Fatalf("%s exited while NATS was not up: %s", p.name, chaosTail(p.log, 8))
 		}
 	}
-	procs = append([]*chaosProc{natsProc}, procs...)
-	if err := natsProc.start(); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range procs {
-		if err := p.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	api := func(name string) *client.Client { return client.New("http://"+addrs[name], "") }
+	upAll(ctx, t, procs...) // starts NATS
 	ledgerAPI := api("ledger")
 	for i := range prs {
 		prs[i].failCI = false

@@ -1,12 +1,12 @@
 package dlq_test
 
 import (
-	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -15,32 +15,19 @@ import (
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 )
 
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// requested is an encoded merge request with the given event id.
+// requested is a merge request with event id id, encoded as a relay
+// publishes it.
 func requested(t *testing.T, id string) *nats.Msg {
 	t.Helper()
-	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), contracts.Request{
-		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
-		SourceBranch: "feature", TargetBranch: "main",
-		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
-	}, "")
+	r := contracts.Request{PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1, SourceBranch: "feature",
+		TargetBranch: "main", HeadSHA: strings.Repeat("5a", 20), Strategy: contracts.StrategyMerge, RequestedBy: "alice"}
+	e, err := contracts.NewRequested(id, "https://forge.test", time.Now(), r, "")
 	if err != nil {
-		t.Fatalf("build requested: %v", err)
+		t.Fatalf("build requested %s: %v", id, err)
 	}
-	return encode(t, e)
-}
-
-func encode(t *testing.T, e *event.Event) *nats.Msg {
-	t.Helper()
 	m, err := bus.Encode(contracts.SubjectMergeRequested, e)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("encode requested %s: %v", id, err)
 	}
 	return m
 }
@@ -48,11 +35,12 @@ func encode(t *testing.T, e *event.Event) *nats.Msg {
 // deadLetter has consumer dead-letter m, as the runner does.
 func deadLetter(t *testing.T, b *bus.Bus, consumer string, m *nats.Msg, reason string) {
 	t.Helper()
-	if err := b.DeadLetter(testContext(t), consumer, m, reason); err != nil {
+	if err := b.DeadLetter(t.Context(), consumer, m, reason); err != nil {
 		t.Fatalf("dead-letter by %s: %v", consumer, err)
 	}
 }
 
+// seqs are the letters' sequence numbers, in order.
 func seqs(ls []dlq.Letter) []uint64 {
 	var out []uint64
 	for _, l := range ls {
@@ -61,20 +49,8 @@ func seqs(ls []dlq.Letter) []uint64 {
 	return out
 }
 
-func equalSeqs(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestScanAndGet(t *testing.T) {
-	ctx := testContext(t)
+	ctx := t.Context() // each JetStream call has its own timeout
 	_, b := natstest.Start(t, bus.Config{})
 	q := dlq.New(b)
 	if ls, err := q.Scan(ctx, "", 0); err != nil || len(ls) != 0 {
@@ -89,7 +65,7 @@ func TestScanAndGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalSeqs(seqs(all), []uint64{1, 2, 3}) {
+	if !slices.Equal(seqs(all), []uint64{1, 2, 3}) {
 		t.Fatalf("Scan all: seqs %v, want [1 2 3]", seqs(all))
 	}
 	l := all[1]
@@ -113,7 +89,7 @@ func TestScanAndGet(t *testing.T) {
 	}
 	for _, c := range cases {
 		ls, err := q.Scan(ctx, c.consumer, c.limit)
-		if err != nil || !equalSeqs(seqs(ls), c.want) {
+		if err != nil || !slices.Equal(seqs(ls), c.want) {
 			t.Errorf("Scan(%q, %d) = %v, %v; want %v", c.consumer, c.limit, seqs(ls), err, c.want)
 		}
 	}
@@ -136,7 +112,7 @@ func TestScanAndGet(t *testing.T) {
 // A dead letter whose headers hold no ce-id (not a CloudEvent) is still
 // listed, with no event id.
 func TestScanNotACloudEvent(t *testing.T) {
-	ctx := testContext(t)
+	ctx := t.Context() // each JetStream call has its own timeout
 	_, b := natstest.Start(t, bus.Config{})
 	deadLetter(t, b, contracts.ConsumerMerger, &nats.Msg{Subject: contracts.SubjectMerged, Data: []byte{0xff, 0xfe}}, "not a CloudEvent")
 	ls, err := dlq.New(b).Scan(ctx, "", 0)

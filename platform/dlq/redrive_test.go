@@ -2,6 +2,7 @@ package dlq_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,7 +29,7 @@ func ids(os []dlq.Original) []string {
 // TestPlan: a selection redrives whole originals — every dead letter of
 // a message, whichever consumers left them — each once, oldest first.
 func TestPlan(t *testing.T) {
-	ctx := testContext(t)
+	ctx := t.Context()
 	_, b := natstest.Start(t, bus.Config{})
 	req1, req2, req3 := requested(t, "req-1"), requested(t, "req-2"), requested(t, "req-3")
 	deadLetter(t, b, contracts.ConsumerValidator, req1, "bad") // 1
@@ -64,7 +65,7 @@ func TestPlan(t *testing.T) {
 // Nats-Msg-Id and the record of the redrive instead of the dead-letter
 // headers, and its dead letters leave the DLQ.
 func TestRedrive(t *testing.T) {
-	ctx := testContext(t)
+	ctx := t.Context()
 	_, b := natstest.Start(t, bus.Config{})
 	orig := requested(t, "req-1")
 	// A message redriven before and dead-lettered again: the old record
@@ -83,7 +84,7 @@ func TestRedrive(t *testing.T) {
 		t.Fatalf("Redrive: %v", err)
 	}
 	want := dlq.Redriven{Seqs: []uint64{1, 2}, Subject: contracts.SubjectMergeRequested, MsgID: "redrive.1.req-1", StreamSeq: 1}
-	if !equalSeqs(r.Seqs, want.Seqs) || r.Subject != want.Subject || r.MsgID != want.MsgID || r.StreamSeq != want.StreamSeq || r.Duplicate {
+	if !slices.Equal(r.Seqs, want.Seqs) || r.Subject != want.Subject || r.MsgID != want.MsgID || r.StreamSeq != want.StreamSeq || r.Duplicate {
 		t.Errorf("Redrive = %+v, want %+v", r, want)
 	}
 	s, err := b.JS.Stream(ctx, contracts.Stream)
@@ -126,7 +127,7 @@ func TestRedrive(t *testing.T) {
 // TestRedriveAgainAfterACrash: a redrive interrupted after the publish
 // (its dead letters still in the DLQ) and repeated publishes nothing new.
 func TestRedriveAgainAfterACrash(t *testing.T) {
-	ctx := testContext(t)
+	ctx := t.Context()
 	_, b := natstest.Start(t, bus.Config{})
 	deadLetter(t, b, contracts.ConsumerValidator, requested(t, "req-1"), "bug")
 	q := dlq.New(b)
@@ -161,7 +162,7 @@ func TestRedriveAgainAfterACrash(t *testing.T) {
 // TestRedriveRefusesForeignSubjects: a dead letter whose original subject
 // is not one of stream PRSAGA's is not published anywhere and stays.
 func TestRedriveRefusesForeignSubjects(t *testing.T) {
-	ctx := testContext(t)
+	ctx := t.Context()
 	_, b := natstest.Start(t, bus.Config{})
 	for _, subj := range []string{"elsewhere.thing", "prsaga.merge.", "prsaga.dlq.validator"} {
 		deadLetter(t, b, contracts.ConsumerValidator, &nats.Msg{Subject: subj, Data: []byte(subj),
@@ -189,7 +190,7 @@ func TestRedriveRefusesForeignSubjects(t *testing.T) {
 // TestRedriveWithoutMsgID: a dead letter put in the DLQ without a
 // Nats-Msg-Id (not by bus.DeadLetter) is redriven under the id "none".
 func TestRedriveWithoutMsgID(t *testing.T) {
-	ctx := testContext(t)
+	ctx := t.Context()
 	_, b := natstest.Start(t, bus.Config{})
 	m := requested(t, "req-1")
 	m.Subject = contracts.DLQSubject(contracts.ConsumerValidator)
