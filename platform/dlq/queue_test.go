@@ -3,7 +3,6 @@ package dlq_test
 import (
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 func requested(t *testing.T, id string) *nats.Msg {
 	t.Helper()
 	r := contracts.Request{PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1, SourceBranch: "feature",
-		TargetBranch: "main", HeadSHA: strings.Repeat("5a", 20), Strategy: contracts.StrategyMerge, RequestedBy: "alice"}
+		TargetBranch: "main", HeadSHA: "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a", Strategy: contracts.StrategyMerge, RequestedBy: "alice"}
 	e, err := contracts.NewRequested(id, "https://forge.test", time.Now(), r, "")
 	if err != nil {
 		t.Fatalf("build requested %s: %v", id, err)
