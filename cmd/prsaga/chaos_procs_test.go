@@ -230,20 +230,35 @@ func newChaosProcs(t *testing.T, exe, dir, reposDir string, tuning ...string) ch
 // api is a client of service name's HTTP API.
 func (c chaosProcs) api(name string) *client.Client { return client.New("http://"+c.addrs[name], "") }
 
-// upAll starts those of ps that are not running, then waits until every
-// one is ready; it fails the test on any error.
-func upAll(ctx context.Context, t *testing.T, ps ...*chaosProc) {
+// startAll starts ps, failing the test on an error.
+func startAll(t *testing.T, ps ...*chaosProc) {
 	t.Helper()
 	for _, p := range ps {
-		if !p.running() {
-			if err := p.start(); err != nil {
-				t.Fatal(err)
-			}
+		if err := p.start(); err != nil {
+			t.Fatal(err)
 		}
 	}
+}
+
+// readyAll waits until every one of ps is ready, failing the test on the
+// first that is not (or has exited).
+func readyAll(ctx context.Context, t *testing.T, ps ...*chaosProc) {
+	t.Helper()
 	for _, p := range ps {
 		if err := p.waitReady(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// upAll starts those of ps that are not running, then waits until every
+// one is ready.
+func upAll(ctx context.Context, t *testing.T, ps ...*chaosProc) {
+	t.Helper()
+	for _, p := range ps {
+		if !p.running() {
+			startAll(t, p)
+		}
+	}
+	readyAll(ctx, t, ps...)
 }

@@ -176,8 +176,10 @@ func TestChaos(t *testing.T) {
 	cp := newChaosProcs(t, exe, dir, reposDir, "--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m",
 		"--log-level", "debug", "--log-dir", "")
 	natsProc, natsURL, services, names, procs, api := cp.nats, cp.natsURL, cp.services, cp.names, cp.all, cp.api
-	upAll(ctx, t, natsProc)
-	upAll(ctx, t, procs...)
+	startAll(t, natsProc)
+	readyAll(ctx, t, natsProc)
+	startAll(t, procs[1:]...) // the services
+	readyAll(ctx, t, procs...)
 	ledgerAPI, validatorAPI, notifierAPI := api("ledger"), api("validator"), api("notifier")
 
 	// CI statuses and watchers, before the chaos.

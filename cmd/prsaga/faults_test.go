@@ -129,11 +129,7 @@ func TestFaultPoints(t *testing.T) {
 
 	cp := newChaosProcs(t, exe, dir, reposDir, "--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m")
 	natsURL, services, procs, api := cp.natsURL, cp.services, cp.all, cp.api
-	for _, name := range cp.names {
-		if err := services[name].start(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	startAll(t, procs[1:]...) // the services
 	// Every service up and waiting for a NATS server that is not there.
 	for _, p := range procs[1:] {
 		waitLog(t, ctx, p, "JetStream not available; waiting")
@@ -141,7 +137,8 @@ func TestFaultPoints(t *testing.T) {
 			t.Fatalf("%s exited while NATS was not up: %s", p.name, chaosTail(p.log, 8))
 		}
 	}
-	upAll(ctx, t, procs...) // starts NATS
+	startAll(t, cp.nats)
+	readyAll(ctx, t, procs...)
 	ledgerAPI := api("ledger")
 	for i := range prs {
 		prs[i].failCI = false
@@ -213,12 +210,8 @@ func TestFaultPoints(t *testing.T) {
 			hooks.hold, hooks.release = paths[1], make(chan struct{})
 			hooks.mu.Unlock()
 		}
-		if err := p.start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
+		startAll(t, p)
+		readyAll(ctx, t, p)
 		crashesBefore := len(crashes([]*chaosProc{p}))
 		submit(i)
 		exited(t, ctx, p, fc.point)
@@ -236,12 +229,8 @@ func TestFaultPoints(t *testing.T) {
 			}
 		}
 		p.env = nil
-		if err := p.start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
+		startAll(t, p)
+		readyAll(ctx, t, p)
 		merged(i)
 		t.Logf("%s: %s exited with status %d there; restarted, %s MERGED", fc.point, p.name, fault.ExitCode, prs[i].req.PRID)
 	}
