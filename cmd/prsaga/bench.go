@@ -41,10 +41,7 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap (allocation) profile after the timed part to this file")
-	if _, err := parseInterspersed(fs, args); err != nil {
-		return parseError(err, stderr)
-	}
-	cfg, err := load()
+	_, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return parseError(err, stderr)
 	}

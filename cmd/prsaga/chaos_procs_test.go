@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 )
 
 // buildBinary builds the prsaga command once into a temp dir (the chaos
@@ -32,16 +34,6 @@ func buildBinary(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return exe
-}
-
-func chaosAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // chaosProc is one child process that the chaos test kills and restarts: the
@@ -72,12 +64,7 @@ func (p *chaosProc) start() error {
 	defer out.Close() // the child holds its own descriptor
 	fmt.Fprintf(out, "\n=== chaos: start %d of %s\n", p.starts+1, p.name)
 	cmd := exec.Command(p.exe, p.args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PRSAGA_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, p.env...)
+	cmd.Env = cleanEnv(p.env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	// The kernel kills the child if the test process dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -203,4 +190,75 @@ func serviceArgs(name, natsURL, dataDir, reposDir, httpAddr string, extra ...str
 		"--webhook-allow-private", "true",
 	}
 	return append(args, extra...)
+}
+
+// chaosProcs are the processes of TestChaos and TestFaultPoints: `prsaga
+// nats` and the five services, each its own process on a free port.
+type chaosProcs struct {
+	nats     *chaosProc
+	natsURL  string
+	services map[string]*chaosProc
+	names    []string          // the services, in start order
+	all      []*chaosProc      // nats first, then the services in order
+	addrs    map[string]string // service -> HTTP address
+}
+
+// newChaosProcs prepares the processes (it starts none) with their data
+// and logs in dir; every service gets serviceArgs and tuning. All are
+// killed when the test ends, the services first.
+func newChaosProcs(t *testing.T, exe, dir, reposDir string, tuning ...string) chaosProcs {
+	natsAddr := freeAddr(t)
+	c := chaosProcs{natsURL: "nats://" + natsAddr, services: map[string]*chaosProc{}, addrs: map[string]string{}}
+	c.nats = &chaosProc{name: "nats", exe: exe, log: filepath.Join(dir, "nats.log"), ready: tcpReady(natsAddr),
+		args: []string{"nats", "--nats-listen", natsAddr, "--data", filepath.Join(dir, "nats")}}
+	c.all = []*chaosProc{c.nats}
+	for _, name := range []string{"validator", "merger", "notifier", "indexer", "ledger"} {
+		addr := freeAddr(t)
+		c.addrs[name] = addr
+		p := &chaosProc{name: name, exe: exe, log: filepath.Join(dir, name+".log"), ready: httpReady("http://" + addr),
+			args: serviceArgs(name, c.natsURL, filepath.Join(dir, name), reposDir, addr, tuning...)}
+		c.services[name], c.names, c.all = p, append(c.names, name), append(c.all, p)
+	}
+	t.Cleanup(func() {
+		for i := len(c.all) - 1; i >= 0; i-- { // services first, then NATS
+			c.all[i].kill()
+		}
+	})
+	return c
+}
+
+// api is a client of service name's HTTP API.
+func (c chaosProcs) api(name string) *client.Client { return client.New("http://"+c.addrs[name], "") }
+
+// startAll starts ps, failing the test on an error.
+func startAll(t *testing.T, ps ...*chaosProc) {
+	t.Helper()
+	for _, p := range ps {
+		if err := p.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readyAll waits until every one of ps is ready, failing the test on the
+// first that is not (or has exited).
+func readyAll(ctx context.Context, t *testing.T, ps ...*chaosProc) {
+	t.Helper()
+	for _, p := range ps {
+		if err := p.waitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// upAll starts those of ps that are not running, then waits until every
+// one is ready.
+func upAll(ctx context.Context, t *testing.T, ps ...*chaosProc) {
+	t.Helper()
+	for _, p := range ps {
+		if !p.running() {
+			startAll(t, p)
+		}
+	}
+	readyAll(ctx, t, ps...)
 }

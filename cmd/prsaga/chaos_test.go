@@ -25,13 +25,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
-	"github.com/prsaga/prsaga/cmd/prsaga/internal/sample"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	_ "github.com/prsaga/prsaga/platform/sqlite" // registers the "sqlite" driver: the ledger's file is read directly
 )
 
@@ -53,21 +52,10 @@ func chaosRepos(t *testing.T, reposDir string, n, repos, watched int, run string
 	prs := make([]chaosPR, n)
 	for k := 0; k < repos; k++ {
 		name := fmt.Sprintf("chaos/r%d", k)
-		r, err := sample.Init(reposDir, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		initial, err := r.Commit("main", plumbing.ZeroHash, map[string]string{"README.md": "# " + name + "\n"}, "Initial commit")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := k; i < n; i += repos {
-			file := "f_" + strconv.Itoa(i) + ".txt"
+		ours := everyNth(k, n, repos)
+		for j, h := range prRepo(t, reposDir, name, ours) {
+			i, file := ours[j], prFile(ours[j])
 			branch := "pr/" + strconv.Itoa(i)
-			h, err := r.Commit(branch, initial, map[string]string{file: "file " + strconv.Itoa(i) + "\n"}, "Add "+file)
-			if err != nil {
-				t.Fatal(err)
-			}
 			strategy := contracts.StrategyMerge
 			if i%3 == 2 {
 				strategy = contracts.StrategySquash
@@ -183,46 +171,15 @@ func TestChaos(t *testing.T) {
 	receiver := httptest.NewServer(hooks)
 	t.Cleanup(receiver.Close) // after the children are gone (cleanups run last first)
 
-	natsAddr := chaosAddr(t)
-	natsURL := "nats://" + natsAddr
-	natsProc := &chaosProc{name: "nats", exe: exe, log: filepath.Join(dir, "nats.log"), ready: tcpReady(natsAddr),
-		args: []string{"nats", "--nats-listen", natsAddr, "--data", filepath.Join(dir, "nats")}}
-	procs := []*chaosProc{natsProc}
-	t.Cleanup(func() {
-		for i := len(procs) - 1; i >= 0; i-- { // services first, then NATS
-			procs[i].kill()
-		}
-	})
-	if err := natsProc.start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := natsProc.waitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// Short ack wait: a killed consumer's messages come back in 2s. A large
 	// delivery budget: a step must not give up because it was killed.
-	tuning := []string{"--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m",
-		"--log-level", "debug", "--log-dir", ""}
-	services := map[string]*chaosProc{}
-	addrs := map[string]string{}
-	var names []string
-	for _, name := range []string{"validator", "merger", "notifier", "indexer", "ledger"} {
-		addr := chaosAddr(t)
-		addrs[name] = addr
-		p := &chaosProc{name: name, exe: exe, log: filepath.Join(dir, name+".log"), ready: httpReady("http://" + addr),
-			args: serviceArgs(name, natsURL, filepath.Join(dir, name), reposDir, addr, tuning...)}
-		services[name], names = p, append(names, name)
-		procs = append(procs, p)
-		if err := p.start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, p := range procs {
-		if err := p.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	api := func(name string) *client.Client { return client.New("http://"+addrs[name], "") }
+	cp := newChaosProcs(t, exe, dir, reposDir, "--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m",
+		"--log-level", "debug", "--log-dir", "")
+	natsProc, natsURL, services, names, procs, api := cp.nats, cp.natsURL, cp.services, cp.names, cp.all, cp.api
+	startAll(t, natsProc)
+	readyAll(ctx, t, natsProc)
+	startAll(t, procs[1:]...) // the services
+	readyAll(ctx, t, procs...)
 	ledgerAPI, validatorAPI, notifierAPI := api("ledger"), api("validator"), api("notifier")
 
 	// CI statuses and watchers, before the chaos.
@@ -406,16 +363,7 @@ func TestChaos(t *testing.T) {
 
 	// Every process back up, and everything delivered settled, before the
 	// world is checked.
-	for _, p := range procs {
-		if !p.running() {
-			if err := p.start(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := p.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	upAll(ctx, t, procs...)
 	// No service exits on its own, not even one started while NATS was
 	// down: it waits for the server.
 	for _, c := range crashes(procs) {
@@ -501,7 +449,7 @@ func TestChaos(t *testing.T) {
 	hooks.mu.Unlock()
 
 	// 4. Nothing dead-lettered.
-	if n := dlqMessages(t, ctx, b); n != 0 {
+	if n := natstest.Msgs(t, ctx, b, contracts.DLQStream); n != 0 {
 		code, out, _ := runCLIEnv(t, map[string]string{"PRSAGA_NATS_URL": natsURL}, "dlq", "list")
 		t.Errorf("PRSAGA_DLQ holds %d messages (dlq list: %d)\n%s", n, code, out)
 	}
@@ -526,19 +474,6 @@ func crashes(ps []*chaosProc) []string {
 		p.mu.Unlock()
 	}
 	return out
-}
-
-func dlqMessages(t *testing.T, ctx context.Context, b *bus.Bus) uint64 {
-	t.Helper()
-	s, err := b.JS.Stream(ctx, contracts.DLQStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
 }
 
 // countRedeliveries is, summed over the durable consumers, how many

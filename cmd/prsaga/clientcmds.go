@@ -22,11 +22,7 @@ func clientFlags(name string, args []string, getenv func(string) string, stderr 
 	if extra != nil {
 		extra(fs)
 	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return nil, nil, false, parseError(err, stderr)
-	}
-	cfg, err := load()
+	pos, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return nil, nil, false, parseError(err, stderr)
 	}
@@ -109,35 +105,38 @@ func onePR(verb string, pos []string, stderr io.Writer) (string, bool) {
 	return pos[0], true
 }
 
-func cmdStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	c, pos, asJSON, code := clientFlags("status", args, getenv, stderr, nil)
+// oneSaga is the start of the verbs about one PR's saga: the client
+// flags, the PR argument and the saga from the API. A code >= 0 ends the
+// command with it.
+func oneSaga(ctx context.Context, verb string, args []string, getenv func(string) string, stderr io.Writer) (*client.Client, client.Saga, bool, int) {
+	c, pos, asJSON, code := clientFlags(verb, args, getenv, stderr, nil)
 	if code >= 0 {
-		return code
+		return nil, client.Saga{}, false, code
 	}
-	pr, ok := onePR("status", pos, stderr)
+	pr, ok := onePR(verb, pos, stderr)
 	if !ok {
-		return exitUsage
+		return nil, client.Saga{}, false, exitUsage
 	}
 	s, err := c.Saga(ctx, pr)
 	if err != nil {
-		return apiFailed(stderr, "status", err)
+		return nil, client.Saga{}, false, apiFailed(stderr, verb, err)
+	}
+	return c, s, asJSON, -1
+}
+
+func cmdStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	c, s, asJSON, code := oneSaga(ctx, "status", args, getenv, stderr)
+	if code >= 0 {
+		return code
 	}
 	printSaga(stdout, s, asJSON, retryHint(ctx, c, s))
 	return exitOK
 }
 
 func cmdHistory(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	c, pos, asJSON, code := clientFlags("history", args, getenv, stderr, nil)
+	_, s, asJSON, code := oneSaga(ctx, "history", args, getenv, stderr)
 	if code >= 0 {
 		return code
-	}
-	pr, ok := onePR("history", pos, stderr)
-	if !ok {
-		return exitUsage
-	}
-	s, err := c.Saga(ctx, pr)
-	if err != nil {
-		return apiFailed(stderr, "history", err)
 	}
 	if asJSON {
 		printJSON(stdout, s.Transitions)

@@ -68,10 +68,7 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 	keep := fs.Bool("keep", false, "keep the temp dir (logs, databases, repositories)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up on a scenario after this long")
 	stay := fs.Bool("stay", false, "keep the stack and its dashboard up after the scenarios, until interrupted (Ctrl-C)")
-	if _, err := parseInterspersed(fs, args); err != nil {
-		return parseError(err, stderr)
-	}
-	cfg, err := load()
+	_, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return parseError(err, stderr)
 	}

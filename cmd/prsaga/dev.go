@@ -16,10 +16,7 @@ import (
 func cmdDev(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs, load := newFlags("dev", getenv, stderr)
 	quiet := fs.Bool("quiet", false, "do not print log lines on stdout (they still go to <data>/logs)")
-	if _, err := parseInterspersed(fs, args); err != nil {
-		return parseError(err, stderr)
-	}
-	cfg, err := load()
+	_, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return parseError(err, stderr)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/step"
 )
 
@@ -31,15 +32,7 @@ func dlqCount(t *testing.T, b *bus.Bus) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := b.JS.Stream(ctx, contracts.DLQStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
+	return natstest.Msgs(t, ctx, b, contracts.DLQStream)
 }
 
 func waitDLQ(t *testing.T, b *bus.Bus, want uint64) {

@@ -21,6 +21,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo"
 )
 
@@ -126,47 +127,18 @@ func TestFaultPoints(t *testing.T) {
 	receiver := httptest.NewServer(hooks)
 	t.Cleanup(receiver.Close)
 
-	natsAddr := chaosAddr(t)
-	natsURL := "nats://" + natsAddr
-	natsProc := &chaosProc{name: "nats", exe: exe, log: filepath.Join(dir, "nats.log"), ready: tcpReady(natsAddr),
-		args: []string{"nats", "--nats-listen", natsAddr, "--data", filepath.Join(dir, "nats")}}
-	var procs []*chaosProc
-	t.Cleanup(func() {
-		for i := len(procs) - 1; i >= 0; i-- { // services first, then NATS
-			procs[i].kill()
-		}
-	})
-	tuning := []string{"--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m"}
-	services := map[string]*chaosProc{}
-	addrs := map[string]string{}
-	for _, name := range []string{"validator", "merger", "notifier", "indexer", "ledger"} {
-		addr := chaosAddr(t)
-		addrs[name] = addr
-		p := &chaosProc{name: name, exe: exe, log: filepath.Join(dir, name+".log"), ready: httpReady("http://" + addr),
-			args: serviceArgs(name, natsURL, filepath.Join(dir, name), reposDir, addr, tuning...)}
-		services[name] = p
-		procs = append(procs, p)
-		if err := p.start(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cp := newChaosProcs(t, exe, dir, reposDir, "--ack-wait", "2s", "--max-deliver", "50", "--backoff", "100ms,500ms,1s", "--step-timeout", "30m")
+	natsURL, services, procs, api := cp.natsURL, cp.services, cp.all, cp.api
+	startAll(t, procs[1:]...) // the services
 	// Every service up and waiting for a NATS server that is not there.
-	for _, p := range procs {
+	for _, p := range procs[1:] {
 		waitLog(t, ctx, p, "JetStream not available; waiting")
 		if !p.running() {
 			t.Fatalf("%s exited while NATS was not up: %s", p.name, chaosTail(p.log, 8))
 		}
 	}
-	procs = append([]*chaosProc{natsProc}, procs...)
-	if err := natsProc.start(); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range procs {
-		if err := p.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	api := func(name string) *client.Client { return client.New("http://"+addrs[name], "") }
+	startAll(t, cp.nats)
+	readyAll(ctx, t, procs...)
 	ledgerAPI := api("ledger")
 	for i := range prs {
 		prs[i].failCI = false
@@ -238,12 +210,8 @@ func TestFaultPoints(t *testing.T) {
 			hooks.hold, hooks.release = paths[1], make(chan struct{})
 			hooks.mu.Unlock()
 		}
-		if err := p.start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
+		startAll(t, p)
+		readyAll(ctx, t, p)
 		crashesBefore := len(crashes([]*chaosProc{p}))
 		submit(i)
 		exited(t, ctx, p, fc.point)
@@ -261,12 +229,8 @@ func TestFaultPoints(t *testing.T) {
 			}
 		}
 		p.env = nil
-		if err := p.start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
+		startAll(t, p)
+		readyAll(ctx, t, p)
 		merged(i)
 		t.Logf("%s: %s exited with status %d there; restarted, %s MERGED", fc.point, p.name, fault.ExitCode, prs[i].req.PRID)
 	}
@@ -299,7 +263,7 @@ func TestFaultPoints(t *testing.T) {
 	}
 	checkTransitionRows(t, filepath.Join(dir, "ledger", "db", "ledger.sqlite"))
 	checkMain(t, filepath.Join(reposDir, filepath.FromSlash(repo)+".git"), prs, final, isMerged)
-	if n := dlqMessages(t, ctx, b); n != 0 {
+	if n := natstest.Msgs(t, ctx, b, contracts.DLQStream); n != 0 {
 		t.Errorf("PRSAGA_DLQ holds %d messages", n)
 	}
 	t.Logf("fault points: %d armed, each exited its process once; %d sagas MERGED, %d redeliveries", len(faultCases), len(prs), countRedeliveries(t, ctx, b))

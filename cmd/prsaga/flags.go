@@ -68,3 +68,14 @@ func parseError(err error, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "prsaga: %v\n", err)
 	return exitUsage
 }
+
+// parseConfig parses args as parseInterspersed does, then loads the
+// configuration the flags complete; parseError reports either error.
+func parseConfig(fs *flag.FlagSet, load func() (config.Config, error), args []string) ([]string, config.Config, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, config.Config{}, err
+	}
+	cfg, err := load()
+	return pos, cfg, err
+}

@@ -34,7 +34,7 @@ func TestForgedTrailerEndToEnd(t *testing.T) {
 	exe := buildBinary(t)
 	dir := t.TempDir()
 	reposDir := filepath.Join(dir, "repos")
-	addr := chaosAddr(t)
+	addr := freeAddr(t)
 
 	cases := []struct {
 		repo           string
@@ -202,15 +202,4 @@ func gitMaybe(dir string, args ...string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// cleanEnv is this process's environment without any PRSAGA_ setting.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PRSAGA_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/dlq"
 	"github.com/prsaga/prsaga/platform/step"
 )
 
@@ -449,15 +450,15 @@ func checkDeadLettered(t *testing.T, b *bus.Bus, tc hostileCase, deadline time.T
 	if tc.msg.Subject == contracts.SubjectMerged {
 		want = 3 // merged: notifier, ledger and the validator's lock consumer
 	}
-	var got []deadLetter
+	var got []dlq.Letter
 	for {
-		ds, err := (&dlq{b: b}).scan(context.Background(), "", 0)
+		ds, err := dlq.New(b).Scan(context.Background(), "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = got[:0]
 		for _, d := range ds {
-			if strings.HasSuffix(d.raw.Header.Get(bus.HeaderMsgID), "."+tc.msgID) {
+			if strings.HasSuffix(d.Header.Get(bus.HeaderMsgID), "."+tc.msgID) {
 				got = append(got, d)
 			}
 		}
@@ -474,8 +475,8 @@ func checkDeadLettered(t *testing.T, b *bus.Bus, tc hostileCase, deadline time.T
 		if !strings.Contains(d.Reason, tc.mention) {
 			t.Errorf("%s's reason %q does not mention %q", d.Consumer, d.Reason, tc.mention)
 		}
-		if d.Subject != tc.msg.Subject || !bytes.Equal(d.raw.Data, tc.msg.Data) {
-			t.Errorf("%s's dead letter lost the original (subject %q, %d bytes)", d.Consumer, d.Subject, len(d.raw.Data))
+		if d.Subject != tc.msg.Subject || !bytes.Equal(d.Data, tc.msg.Data) {
+			t.Errorf("%s's dead letter lost the original (subject %q, %d bytes)", d.Consumer, d.Subject, len(d.Data))
 		}
 	}
 }

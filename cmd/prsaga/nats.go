@@ -18,10 +18,7 @@ import (
 // which.
 func cmdNATS(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs, load := newFlags("nats", getenv, stderr)
-	if _, err := parseInterspersed(fs, args); err != nil {
-		return parseError(err, stderr)
-	}
-	cfg, err := load()
+	_, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return parseError(err, stderr)
 	}

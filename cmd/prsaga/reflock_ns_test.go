@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,10 +12,8 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
-	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
-	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/merger/gitrepo"
 )
 
@@ -36,36 +32,15 @@ func TestMergerDiesHoldingARefLockInAContainer(t *testing.T) {
 		t.Skipf("unshare --pid is not permitted here (%v: %s): this test needs root", err, strings.TrimSpace(string(out)))
 	}
 	const prs = 3
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin := buildBinary(t)
-	procs := &procGroup{t: t, logs: filepath.Join(dir, "logs")}
-	t.Cleanup(procs.stopAll)
-	if err := os.MkdirAll(procs.logs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	natsProc := procs.start(bin, "nats", "nats", "--nats-listen", "127.0.0.1:0", "--data", filepath.Join(dir, "nats"))
-	natsURL := procs.waitFor(ctx, natsProc, regexp.MustCompile(`listening on (nats://\S+)`))
-	reposDir := filepath.Join(dir, "repos")
+	pt := startProcTest(t, "builds the binary and runs four processes")
+	ctx, dir, bin, procs, natsURL, reposDir := pt.ctx, pt.dir, pt.bin, pt.procs, pt.natsURL, pt.reposDir
 	reqs := prepareRepos(t, reposDir, prs, 1)
+	extra := []string{"--merger-http", "", "--ack-wait", "2s"} // the dead merger's event comes back soon
 	args := func(services, name string) []string {
-		addr := freeAddr(t)
-		return []string{"serve", services,
-			"--nats-url", natsURL,
-			"--data", filepath.Join(dir, "proc", name), // own data dir and store
-			"--repos", reposDir,
-			"--http", addr,
-			"--merger-http", "",
-			"--api-token", "", "--status-token", "",
-			"--log-level", "info", "--log-dir", "",
-			"--backoff", "200ms,1s,2s",
-			"--ack-wait", "2s", // the dead merger's event comes back soon
-		}
+		a, _ := pt.serveArgs(t, services, filepath.Join(dir, "proc", name), "", extra...) // own data dir and store
+		return a
 	}
-	othersArgs := args("validator,notifier,indexer,ledger", "services")
-	others := procs.start(bin, "services", othersArgs...)
-	others.url = "http://" + othersArgs[9]
+	others := pt.serve(t, "services", "validator,notifier,indexer,ledger", filepath.Join(dir, "proc", "services"), "", extra...)
 	procs.waitReady(ctx, others)
 	validator := client.New(others.url, "")
 	owner, name, _ := strings.Cut(repoOf(0), "/")
@@ -81,15 +56,7 @@ func TestMergerDiesHoldingARefLockInAContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	for _, r := range reqs {
-		e, err := contracts.NewRequested(step.NewID(), "urn:prsaga:reflock-test", time.Now(), r, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Publish(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publishRequests(ctx, t, b, "urn:prsaga:reflock-test", reqs)
 	select {
 	case <-dying.done:
 	case <-ctx.Done():
@@ -112,8 +79,7 @@ func TestMergerDiesHoldingARefLockInAContainer(t *testing.T) {
 	startInNamespace(t, procs, wrap, bin, "merger-2", nil, args("merger", "merger-2")...)
 	ledger := client.New(others.url, "")
 	merged := waitMerged(ctx, t, procs, ledger, prs, dying)
-	trailers := map[string]int{}
-	countTrailers(t, filepath.Join(reposDir, repoOf(0)+".git"), trailers)
+	trailers := mainTrailers(t, reposDir, 1)
 	for _, r := range reqs {
 		if !merged[r.PRID].Merged {
 			t.Errorf("%s: %+v, want MERGED", r.PRID, merged[r.PRID])
@@ -131,29 +97,7 @@ func TestMergerDiesHoldingARefLockInAContainer(t *testing.T) {
 // to its (PRSAGA_-free) environment, in procs.
 func startInNamespace(t *testing.T, procs *procGroup, wrap []string, bin, name string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, log: filepath.Join(procs.logs, name+".log"), done: make(chan struct{})}
-	out, err := os.Create(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	argv := append(append(append([]string{}, wrap...), bin), args...)
-	p.cmd = exec.Command(argv[0], argv[1:]...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PRSAGA_") {
-			p.cmd.Env = append(p.cmd.Env, kv)
-		}
-	}
-	p.cmd.Env = append(p.cmd.Env, env...)
-	p.cmd.Stdout, p.cmd.Stderr = out, out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
+	p := procs.startArgv(name, env, append(append(append([]string{}, wrap...), bin), args...)...)
 	// unshare ignores SIGTERM while it waits for its child: stop the child
 	// (pid 1 of the namespace; unshare then exits with it) before
 	// procs.stopAll would wait for unshare in vain. Cleanups run last
@@ -174,8 +118,5 @@ func startInNamespace(t *testing.T, procs *procGroup, wrap []string, bin, name s
 			<-p.done
 		}
 	})
-	procs.mu.Lock()
-	procs.ps = append(procs.ps, p)
-	procs.mu.Unlock()
 	return p
 }

@@ -32,11 +32,7 @@ func cmdReindex(ctx context.Context, args []string, getenv func(string) string, 
 	allowPartial := fs.Bool("allow-partial", false, "rebuild even when the stream has lost its first events (aged out): the PRs notified only in them are dropped")
 	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "wait at most this long for the index's lock")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return parseError(err, stderr)
-	}
-	cfg, err := load()
+	pos, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return parseError(err, stderr)
 	}

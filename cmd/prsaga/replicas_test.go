@@ -21,10 +21,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
-	"github.com/prsaga/prsaga/cmd/prsaga/internal/sample"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/step"
 )
 
 // TestReplicas runs the scale-out shape of design §9 on one host: one
@@ -37,30 +35,9 @@ import (
 // this run, and the target branch holds exactly one merge commit with the
 // PR's Prsaga-PR trailer.
 func TestReplicas(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs ten processes")
-	}
-	const (
-		prs   = 300
-		repos = 6
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "prsaga")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	procs := &procGroup{t: t, logs: filepath.Join(dir, "logs")}
-	t.Cleanup(procs.stopAll) // every child is stopped and waited for
-	if err := os.MkdirAll(procs.logs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	natsProc := procs.start(bin, "nats", "nats", "--nats-listen", "127.0.0.1:0", "--data", filepath.Join(dir, "nats"))
-	natsURL := procs.waitFor(ctx, natsProc, regexp.MustCompile(`listening on (nats://\S+)`))
-
-	reposDir := filepath.Join(dir, "repos")
+	const prs, repos = 300, 6
+	pt := startProcTest(t, "builds the binary and runs ten processes")
+	ctx, dir, procs, natsURL, reposDir := pt.ctx, pt.dir, pt.procs, pt.natsURL, pt.reposDir
 	reqs := prepareRepos(t, reposDir, prs, repos)
 
 	storeDir := filepath.Join(dir, "db")
@@ -70,20 +47,8 @@ func TestReplicas(t *testing.T) {
 		replicas int
 	}{{"validator", 2}, {"merger", 2}, {"notifier", 2}, {"indexer", 1}, {"ledger", 2}} {
 		for i := 1; i <= svc.replicas; i++ {
-			addr := freeAddr(t)
 			name := fmt.Sprintf("%s-%d", svc.name, i)
-			p := procs.start(bin, name, "serve", svc.name,
-				"--nats-url", natsURL,
-				"--data", filepath.Join(dir, "proc", name),
-				"--store", "sqlite://"+storeDir,
-				"--repos", reposDir,
-				"--http", addr,
-				"--"+svc.name+"-http", "",
-				"--api-token", "", "--status-token", "",
-				"--log-level", "info", "--log-dir", "",
-				"--backoff", "200ms,1s,2s",
-			)
-			p.url = "http://" + addr
+			p := pt.serve(t, name, svc.name, filepath.Join(dir, "proc", name), "sqlite://"+storeDir, "--"+svc.name+"-http", "")
 			urls[svc.name] = append(urls[svc.name], p.url)
 		}
 	}
@@ -108,60 +73,13 @@ func TestReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	runs := make(map[string]string, prs) // pr id -> correlation id
 	start := time.Now()
-	for _, r := range reqs {
-		id := step.NewID()
-		e, err := contracts.NewRequested(id, "urn:prsaga:replicas-test", time.Now(), r, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Publish(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-		runs[r.PRID] = id
-	}
+	runs := publishRequests(ctx, t, b, "urn:prsaga:replicas-test", reqs) // pr id -> correlation id
 
 	// Wait until the ledgers hold every saga as MERGED (each ledger's API
 	// reads the shared ledger database).
 	ledger := client.New(urls["ledger"][1], "")
-	var merged map[string]client.Saga
-	for {
-		merged = map[string]client.Saga{}
-		var failed []string
-		cursor := ""
-		for {
-			page, err := ledger.List(ctx, "", "", cursor, 500)
-			if err != nil {
-				t.Fatalf("list sagas: %v", err)
-			}
-			for _, s := range page.Sagas {
-				switch s.State {
-				case string(contracts.StateMerged):
-					merged[s.PRID] = s
-				case string(contracts.StateMergeFailed):
-					failed = append(failed, fmt.Sprintf("%s at %s: %s", s.PRID, s.FailedStep, s.LastError))
-				}
-			}
-			if cursor = page.NextCursor; cursor == "" {
-				break
-			}
-		}
-		if len(failed) > 0 {
-			t.Fatalf("%d sagas failed, e.g. %s", len(failed), failed[0])
-		}
-		if len(merged) == prs {
-			break
-		}
-		if err := procs.exited(); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d of %d sagas MERGED before the deadline", len(merged), prs)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+	merged := waitMerged(ctx, t, procs, ledger, prs, nil)
 	t.Logf("%d sagas MERGED in %s across %d processes", prs, time.Since(start).Round(time.Millisecond), len(procs.all()))
 
 	for pr, corr := range runs {
@@ -171,10 +89,7 @@ func TestReplicas(t *testing.T) {
 		}
 	}
 	// Exactly once in git: one commit carrying each PR's trailer on main.
-	trailers := map[string]int{}
-	for k := 0; k < repos; k++ {
-		countTrailers(t, filepath.Join(reposDir, repoOf(k)+".git"), trailers)
-	}
+	trailers := mainTrailers(t, reposDir, repos)
 	for pr := range runs {
 		if n := trailers[pr]; n != 1 {
 			t.Errorf("%s: %d merge commits with its Prsaga-PR trailer on main, want exactly 1", pr, n)
@@ -214,20 +129,9 @@ func prepareRepos(t *testing.T, reposDir string, prs, repos int) []contracts.Req
 	reqs := make([]contracts.Request, 0, prs)
 	for k := 0; k < repos; k++ {
 		name := repoOf(k)
-		r, err := sample.Init(reposDir, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		initial, err := r.Commit("main", plumbing.ZeroHash, map[string]string{"README.md": "# " + name + "\n"}, "Initial commit")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := k; i < prs; i += repos {
-			file := "f_" + strconv.Itoa(i) + ".txt"
-			h, err := r.Commit("pr/"+strconv.Itoa(i), initial, map[string]string{file: "file " + strconv.Itoa(i) + "\n"}, "Add "+file)
-			if err != nil {
-				t.Fatal(err)
-			}
+		ours := everyNth(k, prs, repos)
+		for j, h := range prRepo(t, reposDir, name, ours) {
+			i, file := ours[j], prFile(ours[j])
 			reqs = append(reqs, contracts.Request{
 				PRID: contracts.PRID(name, i+1), Repo: name, PRNumber: i + 1,
 				SourceBranch: "pr/" + strconv.Itoa(i), TargetBranch: "main", HeadSHA: h.String(),
@@ -316,18 +220,21 @@ type proc struct {
 
 func (g *procGroup) start(bin, name string, args ...string) *proc {
 	g.t.Helper()
+	return g.startArgv(name, nil, append([]string{bin}, args...)...)
+}
+
+// startArgv starts argv (a command and its arguments) as process name,
+// with env added to its PRSAGA_-free environment.
+func (g *procGroup) startArgv(name string, env []string, argv ...string) *proc {
+	g.t.Helper()
 	p := &proc{name: name, log: filepath.Join(g.logs, name+".log"), done: make(chan struct{})}
 	out, err := os.Create(p.log)
 	if err != nil {
 		g.t.Fatal(err)
 	}
 	defer out.Close() // the child has its own descriptor
-	p.cmd = exec.Command(bin, args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PRSAGA_") {
-			p.cmd.Env = append(p.cmd.Env, kv)
-		}
-	}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Env = cleanEnv(env...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
 	if err := p.cmd.Start(); err != nil {
@@ -387,18 +294,6 @@ func (g *procGroup) waitReady(ctx context.Context, p *proc) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// exited reports a process that died during the run.
-func (g *procGroup) exited() error {
-	for _, p := range g.all() {
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited during the run (%v): %s", p.name, p.err, tailOf(p.log))
-		default:
-		}
-	}
-	return nil
 }
 
 // stopAll stops the services first, then the NATS server: SIGTERM, and

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/step"
 )
 
 // TestStandbyIndexerTakesOver runs two `prsaga serve indexer` processes on
@@ -30,45 +28,16 @@ import (
 // acknowledged is redelivered — so every saga ends MERGED, each PR once on
 // main and once in the index.
 func TestStandbyIndexerTakesOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs four processes")
-	}
-	const (
-		prs   = 60
-		repos = 3
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin := buildBinary(t)
-	procs := &procGroup{t: t, logs: filepath.Join(dir, "logs")}
-	t.Cleanup(procs.stopAll)
-	if err := os.MkdirAll(procs.logs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	natsProc := procs.start(bin, "nats", "nats", "--nats-listen", "127.0.0.1:0", "--data", filepath.Join(dir, "nats"))
-	natsURL := procs.waitFor(ctx, natsProc, regexp.MustCompile(`listening on (nats://\S+)`))
-	reposDir := filepath.Join(dir, "repos")
+	const prs, repos = 60, 3
+	pt := startProcTest(t, "builds the binary and runs four processes")
+	ctx, dir, procs, natsURL, reposDir := pt.ctx, pt.dir, pt.procs, pt.natsURL, pt.reposDir
 	reqs := prepareRepos(t, reposDir, prs, repos)
 	storeDir := filepath.Join(dir, "db")
 	serve := func(name, services, data string) *proc {
-		addr := freeAddr(t)
-		p := procs.start(bin, name, "serve", services,
-			"--nats-url", natsURL,
-			"--data", data,
-			"--store", "sqlite://"+storeDir,
-			"--repos", reposDir,
-			"--http", addr,
-			"--indexer-http", "",
-			"--api-token", "", "--status-token", "",
-			"--log-level", "info", "--log-dir", "",
-			"--backoff", "200ms,1s,2s",
+		return pt.serve(t, name, services, data, "sqlite://"+storeDir, "--indexer-http", "",
 			// What the killed indexer took and never acknowledged comes
 			// back after the ack wait.
-			"--ack-wait", "2s",
-		)
-		p.url = "http://" + addr
-		return p
+			"--ack-wait", "2s")
 	}
 	others := serve("services", "validator,merger,notifier,ledger", filepath.Join(dir, "proc", "services"))
 	indexData := filepath.Join(dir, "proc", "indexer") // both indexers: one index
@@ -100,18 +69,7 @@ func TestStandbyIndexerTakesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	runs := make(map[string]string, prs)
-	for _, r := range reqs {
-		id := step.NewID()
-		e, err := contracts.NewRequested(id, "urn:prsaga:standby-test", time.Now(), r, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Publish(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-		runs[r.PRID] = id
-	}
+	runs := publishRequests(ctx, t, b, "urn:prsaga:standby-test", reqs)
 
 	// Kill the active indexer once a quarter of the run is MERGED: the
 	// rest is in flight or still to come.
@@ -135,10 +93,7 @@ func TestStandbyIndexerTakesOver(t *testing.T) {
 			t.Errorf("%s: %+v, want MERGED by run %s", pr, s, corr)
 		}
 	}
-	trailers := map[string]int{}
-	for k := 0; k < repos; k++ {
-		countTrailers(t, filepath.Join(reposDir, repoOf(k)+".git"), trailers)
-	}
+	trailers := mainTrailers(t, reposDir, repos)
 	// Once in the index: the survivor's search finds each PR exactly once.
 	indexed := map[string]int{}
 	var total uint64

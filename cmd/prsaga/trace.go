@@ -66,11 +66,7 @@ func cmdTrace(ctx context.Context, args []string, getenv func(string) string, st
 	fs.DurationVar(&o.gap, "gap", 500*time.Millisecond, "show a pause of at least this long between two lines as a gap")
 	fs.DurationVar(&o.poll, "poll", 500*time.Millisecond, "with --follow: how often to look for new lines")
 	fs.StringVar(&o.logs, "logs", "", "directory of the services' <service>.jsonl log files (default $PRSAGA_LOG_DIR, else <data>/logs)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return parseError(err, stderr)
-	}
-	cfg, err := load()
+	pos, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return parseError(err, stderr)
 	}

@@ -258,9 +258,9 @@ func (b *Bus) DeadLetter(ctx context.Context, consumer string, orig *nats.Msg, r
 		// "dlq.<consumer>." and the second would be dropped as a duplicate.
 		id = contentID(orig)
 	}
-	h[HeaderMsgID] = []string{"dlq." + consumer + "." + id}
+	h[HeaderMsgID] = []string{contracts.DLQMsgID(consumer, id)}
 	h[contracts.DLQReasonHeader] = []string{oneLine(reason)}
-	h["Prsaga-Dlq-Subject"] = []string{orig.Subject}
+	h[contracts.DLQSubjectHeader] = []string{orig.Subject}
 	_, err := b.PublishMsg(ctx, &nats.Msg{Subject: contracts.DLQSubject(consumer), Header: h, Data: orig.Data})
 	return err
 }

@@ -24,19 +24,6 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-func streamMsgs(t *testing.T, ctx context.Context, b *bus.Bus, stream string) uint64 {
-	t.Helper()
-	s, err := b.JS.Stream(ctx, stream)
-	if err != nil {
-		t.Fatalf("stream %s: %v", stream, err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatalf("stream %s info: %v", stream, err)
-	}
-	return info.State.Msgs
-}
-
 func TestEnsureStreamsIsIdempotent(t *testing.T) {
 	ctx := testContext(t)
 	_, b := natstest.Start(t, bus.Config{Duplicates: time.Minute})
@@ -82,7 +69,7 @@ func TestPublishDedupesOnEventID(t *testing.T) {
 			t.Fatalf("publish %d: %v", i+1, err)
 		}
 	}
-	if got := streamMsgs(t, ctx, b, contracts.Stream); got != 1 {
+	if got := natstest.Msgs(t, ctx, b, contracts.Stream); got != 1 {
 		t.Errorf("PRSAGA messages after publishing one event twice: got %d, want 1", got)
 	}
 	s, _ := b.JS.Stream(ctx, contracts.Stream)
@@ -126,7 +113,7 @@ func TestDeadLetter(t *testing.T) {
 	if err := b.DeadLetter(ctx, "validator", orig, "pr_id is bad"); err != nil {
 		t.Fatalf("dead-letter again: %v", err)
 	}
-	if got := streamMsgs(t, ctx, b, contracts.DLQStream); got != 1 {
+	if got := natstest.Msgs(t, ctx, b, contracts.DLQStream); got != 1 {
 		t.Fatalf("DLQ messages after one consumer dead-lettered one message twice: got %d, want 1", got)
 	}
 	s, _ := b.JS.Stream(ctx, contracts.DLQStream)
@@ -162,7 +149,7 @@ func TestDeadLetter(t *testing.T) {
 	if err := b.DeadLetter(ctx, "ledger", orig, "pr_id is bad"); err != nil {
 		t.Fatalf("dead-letter by ledger: %v", err)
 	}
-	if got := streamMsgs(t, ctx, b, contracts.DLQStream); got != 2 {
+	if got := natstest.Msgs(t, ctx, b, contracts.DLQStream); got != 2 {
 		t.Errorf("DLQ messages after two consumers dead-lettered one message: got %d, want 2", got)
 	}
 	// A long reason is cut to a bounded, still valid UTF-8 header value.
@@ -211,7 +198,7 @@ func TestDeadLetterWithoutMsgID(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("fetched %d messages, want 2 (batch error: %v)", n, batch.Error())
 	}
-	if got := streamMsgs(t, ctx, b, contracts.DLQStream); got != 2 {
+	if got := natstest.Msgs(t, ctx, b, contracts.DLQStream); got != 2 {
 		t.Fatalf("DLQ messages after dead-lettering two different id-less messages: got %d, want 2", got)
 	}
 	s, _ := b.JS.Stream(ctx, contracts.DLQStream)
@@ -297,10 +284,10 @@ func TestMaxDeliveriesAdvisoryIsKept(t *testing.T) {
 	defer deadline.Stop()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for streamMsgs(t, ctx, b, bus.AdvisoryStream) != 1 {
+	for natstest.Msgs(t, ctx, b, bus.AdvisoryStream) != 1 {
 		select {
 		case <-deadline.C:
-			t.Fatalf("advisory stream holds %d messages after MaxDeliver was reached, want 1", streamMsgs(t, ctx, b, bus.AdvisoryStream))
+			t.Fatalf("advisory stream holds %d messages after MaxDeliver was reached, want 1", natstest.Msgs(t, ctx, b, bus.AdvisoryStream))
 		case <-tick.C:
 		}
 	}

@@ -69,16 +69,7 @@ func emit(t *testing.T, db *sqlite.DB, ids ...string) {
 
 func streamMsgs(t *testing.T, b *bus.Bus) uint64 {
 	t.Helper()
-	ctx := testContext(t)
-	s, err := b.JS.Stream(ctx, contracts.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
+	return natstest.Msgs(t, testContext(t), b, contracts.Stream)
 }
 
 // streamIDs lists the event ids in PRSAGA, in stream order.
