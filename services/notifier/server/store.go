@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/prsaga/prsaga/platform/service"
@@ -9,16 +8,16 @@ import (
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/notifier"
+	"github.com/prsaga/prsaga/services/notifier/httpapi"
 	nsqlite "github.com/prsaga/prsaga/services/notifier/sqlite"
 	nydb "github.com/prsaga/prsaga/services/notifier/ydb"
 )
 
 // Store is the notifier's tables on either store: what the handler needs
-// (notifier.Store) and the watchers API's writes.
+// (notifier.Store) and what the watchers API needs (httpapi.Store).
 type Store interface {
 	notifier.Store
-	// ReplaceWatchers sets a repository's watchers, in one transaction.
-	ReplaceWatchers(ctx context.Context, repo string, ws []notifier.Watcher) error
+	httpapi.Store
 }
 
 var (

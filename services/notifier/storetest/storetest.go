@@ -78,7 +78,7 @@ func testDeliveries(t *testing.T, open Opener) {
 	a := open(t, pstoretest.NewClock(pstoretest.T0).Now)
 	record := func(ds ...notifier.Delivery) {
 		t.Helper()
-		if err := a.DB.Update(ctx, func(tx store.Tx) error { return a.Store.RecordDeliveries(tx, ds) }); err != nil {
+		if err := a.DB.Update(ctx, func(tx store.Tx) error { return recordDeliveries(a, tx, ds) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,7 +111,17 @@ func testDeliveries(t *testing.T, open Opener) {
 	if err != nil || len(got2) != 1 || got2["w-a"].Delivered || got2["w-a"].LastError != "timeout" {
 		t.Errorf("deliveries of run-2 = %v, %v; want w-a undelivered (timeout)", got2, err)
 	}
-	if err := a.DB.Update(ctx, func(tx store.Tx) error { return a.Store.RecordDeliveries(tx, nil) }); err != nil {
+	if err := a.DB.Update(ctx, func(tx store.Tx) error { return recordDeliveries(a, tx, nil) }); err != nil {
 		t.Errorf("recording no deliveries: %v", err)
 	}
+}
+
+// recordDeliveries records ds as the handler does: through the store's
+// view of the open transaction.
+func recordDeliveries(a Adapter, stx store.Tx, ds []notifier.Delivery) error {
+	tx, err := a.Store.Bind(stx)
+	if err != nil {
+		return err
+	}
+	return notifier.RecordDeliveries(tx, ds)
 }

@@ -1,0 +1,78 @@
+package sqlite
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
+	"github.com/prsaga/prsaga/services/notifier"
+)
+
+// Tx is a notifier.Tx over an open transaction of the SQLite store (the
+// runner's), so that delivery rows commit with the inbox and the outbox.
+type Tx struct {
+	tx *psqlite.Tx
+}
+
+var _ notifier.Tx = (*Tx)(nil)
+
+// Bind returns the notifier's view of an open transaction of the SQLite
+// store; a transaction of another store is an error wrapping
+// store.ErrWrongTx.
+func (s *Store) Bind(tx store.Tx) (notifier.Tx, error) {
+	t, ok := tx.(*psqlite.Tx)
+	if !ok {
+		return nil, fmt.Errorf("notifier sqlite adapter given %T: %w", tx, store.ErrWrongTx)
+	}
+	return &Tx{tx: t}, nil
+}
+
+// Delivered reports which of watcherIDs have a delivered row for the run.
+func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(watcherIDs) == 0 {
+		return out, nil
+	}
+	ids, err := json.Marshal(watcherIDs)
+	if err != nil {
+		return nil, fmt.Errorf("delivered: %w", err)
+	}
+	rows, err := t.tx.QueryContext(t.tx.Context(), `SELECT watcher_id FROM delivery
+		WHERE correlation_id = ? AND delivered AND watcher_id IN (SELECT value FROM json_each(?))`, correlationID, string(ids))
+	if err != nil {
+		return nil, fmt.Errorf("delivered: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("delivered: %w", err)
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
+// PutDeliveries writes delivery rows as given.
+func (t *Tx) PutDeliveries(ds []notifier.Delivery) error {
+	for _, d := range ds {
+		if _, err := t.tx.ExecContext(t.tx.Context(), `INSERT INTO delivery (correlation_id, watcher_id, delivered, attempts, last_error, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(correlation_id, watcher_id) DO UPDATE SET
+				delivered = excluded.delivered, attempts = excluded.attempts,
+				last_error = excluded.last_error, updated_at = excluded.updated_at`,
+			d.CorrelationID, d.WatcherID, d.Delivered, d.Attempts, d.LastError, t.tx.Now().UnixMicro()); err != nil {
+			return fmt.Errorf("put delivery: %w", err)
+		}
+	}
+	return nil
+}
+
+// Emit appends events to the outbox.
+func (t *Tx) Emit(evs ...*event.Event) error { return t.tx.Emit(evs...) }
+
+// AfterCommit runs f once the transaction has committed.
+func (t *Tx) AfterCommit(f func()) { t.tx.AfterCommit(f) }

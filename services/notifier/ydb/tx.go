@@ -1,0 +1,67 @@
+package ydb
+
+import (
+	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/ydb-platform/ydb-go-sdk/v3/query"
+
+	"github.com/prsaga/prsaga/platform/store"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
+	"github.com/prsaga/prsaga/services/notifier"
+)
+
+// Tx is a notifier.Tx over an open transaction of the YDB store (the
+// runner's), so that delivery rows commit with the inbox and the outbox.
+type Tx struct {
+	tx *pydb.Tx
+}
+
+var _ notifier.Tx = (*Tx)(nil)
+
+// Bind returns the notifier's view of an open transaction of the YDB store;
+// a transaction of another store is an error wrapping store.ErrWrongTx.
+func (s *Store) Bind(tx store.Tx) (notifier.Tx, error) {
+	t, err := pydb.TxOf(tx)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{tx: t}, nil
+}
+
+// Delivered reports which of watcherIDs have a delivered row for the run.
+func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(watcherIDs) == 0 {
+		return out, nil
+	}
+	err := t.tx.Query(qDelivered, deliveredParams(correlationID, watcherIDs), func(row query.Row) error {
+		id, err := scanWatcherID(row)
+		if err != nil {
+			return err
+		}
+		out[id] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delivered: %w", err)
+	}
+	return out, nil
+}
+
+// PutDeliveries writes delivery rows as given.
+func (t *Tx) PutDeliveries(ds []notifier.Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	if err := t.tx.Exec(qPutDeliveries, putDeliveriesParams(ds, t.tx.Now())); err != nil {
+		return fmt.Errorf("put deliveries: %w", err)
+	}
+	return nil
+}
+
+// Emit appends events to the outbox.
+func (t *Tx) Emit(evs ...*event.Event) error { return t.tx.Emit(evs...) }
+
+// AfterCommit runs f once the transaction has committed.
+func (t *Tx) AfterCommit(f func()) { t.tx.AfterCommit(f) }
