@@ -35,7 +35,8 @@ type API struct {
 	// LookupIP resolves a watcher's host name when it is put
 	// (webhook.CheckPublic); nil: the system resolver.
 	LookupIP webhook.LookupIP
-	// Log receives internal errors (the client sees only "internal error").
+	// Log receives internal errors (the client sees only "internal error");
+	// nil: discarded.
 	Log *slog.Logger
 }
 

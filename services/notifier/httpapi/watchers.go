@@ -111,7 +111,7 @@ func view(ws []notifier.Watcher) []watcherOut {
 // client sees only "internal error".
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var e *httpx.Error
-	if !errors.As(err, &e) {
+	if !errors.As(err, &e) && a.Log != nil {
 		a.Log.ErrorContext(r.Context(), "http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	httpx.WriteError(w, err)
