@@ -4,6 +4,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -28,6 +29,18 @@ type Opener func(t *testing.T, now func() time.Time) Adapter
 func Run(t *testing.T, open Opener) {
 	t.Run("ReplaceWatchers", func(t *testing.T) { testWatchers(t, open) })
 	t.Run("Deliveries", func(t *testing.T) { testDeliveries(t, open) })
+	t.Run("BindOtherTx", func(t *testing.T) { testBindOtherTx(t, open) })
+}
+
+// otherTx is a transaction of some other store.
+type otherTx struct{ store.Tx }
+
+// A transaction the adapter did not open is refused, not misused.
+func testBindOtherTx(t *testing.T, open Opener) {
+	a := open(t, pstoretest.NewClock(pstoretest.T0).Now)
+	if tx, err := a.Store.Bind(otherTx{}); !errors.Is(err, store.ErrWrongTx) || tx != nil {
+		t.Errorf("Bind(another store's tx) = %v, %v; want store.ErrWrongTx", tx, err)
+	}
 }
 
 func watcher(repo, url string) notifier.Watcher {
