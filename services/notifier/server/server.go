@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -120,9 +119,6 @@ func New(opts Options) (*Server, error) {
 		},
 	}, nil
 }
-
-// Routes adds the watchers API (httpapi.API.Routes).
-func (s *Server) Routes(mux *http.ServeMux) { s.api.Routes(mux) }
 
 // RetryBudget is Options.RetryBudget of the options the server runs with.
 func (s *Server) RetryBudget() time.Duration { return s.opts.RetryBudget() }
