@@ -23,11 +23,16 @@ type Store interface {
 	Bind(tx store.Tx) (Tx, error)
 }
 
-// Tx is one open write transaction of the notifier's store: the delivery
-// table and the service's outbox, committed or rolled back together. It is
+// Tx is one open write transaction of the notifier's store: its watcher
+// and delivery tables and the service's outbox, committed or rolled back
+// together. It is
 // bound to its transaction's context and not safe for concurrent use; the
 // transaction may run more than once, so callers keep side effects out.
 type Tx interface {
+	// DeleteWatchers deletes a repository's watchers.
+	DeleteWatchers(repo string) error
+	// PutWatchers writes ws as watchers of repo; their ids are distinct.
+	PutWatchers(repo string, ws []Watcher) error
 	// Delivered reports which of watcherIDs already have a delivered row
 	// for the run.
 	Delivered(correlationID string, watcherIDs []string) (map[string]bool, error)
@@ -38,6 +43,31 @@ type Tx interface {
 	Emit(evs ...*event.Event) error
 	// AfterCommit runs f once the transaction has committed.
 	AfterCommit(f func())
+}
+
+// Tables is a Store with the database it binds transactions of: what the
+// watchers API needs. Safe for concurrent use.
+type Tables struct {
+	Store
+	DB store.DB
+}
+
+// ReplaceWatchers sets a repository's watchers in one transaction: those
+// not in ws are removed.
+func (t Tables) ReplaceWatchers(ctx context.Context, repo string, ws []Watcher) error {
+	return t.DB.Update(ctx, func(stx store.Tx) error {
+		tx, err := t.Bind(stx)
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteWatchers(repo); err != nil {
+			return fmt.Errorf("replace watchers: %w", err)
+		}
+		if err := tx.PutWatchers(repo, ws); err != nil {
+			return fmt.Errorf("replace watchers: %w", err)
+		}
+		return nil
+	})
 }
 
 // RecordDeliveries upserts delivery rows in tx. A delivered row stays

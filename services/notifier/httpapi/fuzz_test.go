@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/services/notifier"
 	"github.com/prsaga/prsaga/services/notifier/httpapi"
 	nsqlite "github.com/prsaga/prsaga/services/notifier/sqlite"
 )
@@ -45,7 +46,7 @@ func FuzzPutWatchers(f *testing.F) {
 		f.Add(s.repo, s.ct, []byte(s.body))
 	}
 	db := sqlitetest.Open(f, nsqlite.Migrations)
-	api := &httpapi.API{Store: &nsqlite.Store{DB: db}, LookupIP: noDNS}
+	api := &httpapi.API{Store: notifier.Tables{Store: &nsqlite.Store{DB: db}, DB: db}, LookupIP: noDNS}
 	mux := http.NewServeMux()
 	api.Routes(mux)
 	do := func(t *testing.T, method, target, ct string, body []byte) (int, []byte, bool) {

@@ -20,21 +20,16 @@ type Store interface {
 	httpapi.Store
 }
 
-var (
-	_ Store = (*nsqlite.Store)(nil)
-	_ Store = (*nydb.Store)(nil)
-)
-
 // Adapter returns the notifier's tables on db's store (SQLite or YDB).
 func Adapter(db store.DB) (Store, error) {
 	st, err := adapters.For(db)
 	if err != nil {
 		return nil, fmt.Errorf("notifier: %w", err)
 	}
-	return st, nil
+	return notifier.Tables{Store: st, DB: db}, nil
 }
 
-var adapters = service.Tables[Store]{
-	SQLite: func(db *psqlite.DB) Store { return &nsqlite.Store{DB: db} },
-	YDB:    func(db *pydb.DB) Store { return &nydb.Store{DB: db} },
+var adapters = service.Tables[notifier.Store]{
+	SQLite: func(db *psqlite.DB) notifier.Store { return &nsqlite.Store{DB: db} },
+	YDB:    func(db *pydb.DB) notifier.Store { return &nydb.Store{DB: db} },
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
-	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier"
 )
 
@@ -22,34 +21,13 @@ var Migrations = func() psqlite.Migrations {
 	return psqlite.Migrations{Component: "notifier", FS: sub}
 }()
 
-// Store implements notifier.Store (and the watchers API) on the notifier's
-// database. Safe for concurrent use.
+// Store implements notifier.Store on the notifier's database. Safe for
+// concurrent use.
 type Store struct {
 	DB *psqlite.DB
 }
 
 var _ notifier.Store = (*Store)(nil)
-
-// ReplaceWatchers sets a repository's watchers.
-func (s *Store) ReplaceWatchers(ctx context.Context, repo string, ws []notifier.Watcher) error {
-	return s.DB.Update(ctx, func(stx store.Tx) error {
-		tx, err := psqlite.TxOf(stx)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM watcher WHERE repo = ?`, repo); err != nil {
-			return fmt.Errorf("replace watchers: %w", err)
-		}
-		for _, w := range ws {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO watcher (id, repo, url, secret, created_at) VALUES (?, ?, ?, ?, ?)
-				ON CONFLICT(id) DO UPDATE SET secret = excluded.secret`,
-				w.ID, repo, w.URL, w.Secret, tx.Now().UnixMicro()); err != nil {
-				return fmt.Errorf("replace watchers: %w", err)
-			}
-		}
-		return nil
-	})
-}
 
 // Watchers lists a repository's watchers.
 func (s *Store) Watchers(ctx context.Context, repo string) ([]notifier.Watcher, error) {

@@ -30,6 +30,26 @@ func (s *Store) Bind(tx store.Tx) (notifier.Tx, error) {
 	return &Tx{tx: t}, nil
 }
 
+// DeleteWatchers deletes a repository's watchers.
+func (t *Tx) DeleteWatchers(repo string) error {
+	if _, err := t.tx.ExecContext(t.tx.Context(), `DELETE FROM watcher WHERE repo = ?`, repo); err != nil {
+		return fmt.Errorf("delete watchers: %w", err)
+	}
+	return nil
+}
+
+// PutWatchers writes ws as watchers of repo.
+func (t *Tx) PutWatchers(repo string, ws []notifier.Watcher) error {
+	for _, w := range ws {
+		if _, err := t.tx.ExecContext(t.tx.Context(), `INSERT INTO watcher (id, repo, url, secret, created_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT(id) DO UPDATE SET secret = excluded.secret`,
+			w.ID, repo, w.URL, w.Secret, t.tx.Now().UnixMicro()); err != nil {
+			return fmt.Errorf("put watchers: %w", err)
+		}
+	}
+	return nil
+}
+
 // Delivered reports which of watcherIDs have a delivered row for the run.
 func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bool, error) {
 	out := map[string]bool{}

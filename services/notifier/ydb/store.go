@@ -11,7 +11,6 @@ import (
 
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
-	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/notifier"
 )
@@ -46,33 +45,13 @@ WHERE corr_shard = $corr_shard AND correlation_id = $correlation_id AND watcher_
 SELECT corr_shard, correlation_id, watcher_id, delivered, attempts, last_error, updated_at FROM AS_TABLE($deliveries)`
 )
 
-// Store implements notifier.Store (and the watchers API) on the notifier's
-// YDB directory. Safe for concurrent use.
+// Store implements notifier.Store on the notifier's YDB directory. Safe for
+// concurrent use.
 type Store struct {
 	DB *pydb.DB
 }
 
 var _ notifier.Store = (*Store)(nil)
-
-// ReplaceWatchers sets a repository's watchers, in one transaction.
-func (s *Store) ReplaceWatchers(ctx context.Context, repo string, ws []notifier.Watcher) error {
-	return s.DB.Update(ctx, func(stx store.Tx) error {
-		tx, err := pydb.TxOf(stx)
-		if err != nil {
-			return err
-		}
-		if err := tx.Exec(qDeleteWatchers, repoParams(repo)); err != nil {
-			return fmt.Errorf("replace watchers: %w", err)
-		}
-		if len(ws) == 0 {
-			return nil
-		}
-		if err := tx.Exec(qPutWatchers, putWatchersParams(repo, ws, tx.Now())); err != nil {
-			return fmt.Errorf("replace watchers: %w", err)
-		}
-		return nil
-	})
-}
 
 // Watchers lists a repository's watchers, by id.
 func (s *Store) Watchers(ctx context.Context, repo string) ([]notifier.Watcher, error) {

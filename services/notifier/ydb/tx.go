@@ -29,6 +29,25 @@ func (s *Store) Bind(tx store.Tx) (notifier.Tx, error) {
 	return &Tx{tx: t}, nil
 }
 
+// DeleteWatchers deletes a repository's watchers.
+func (t *Tx) DeleteWatchers(repo string) error {
+	if err := t.tx.Exec(qDeleteWatchers, repoParams(repo)); err != nil {
+		return fmt.Errorf("delete watchers: %w", err)
+	}
+	return nil
+}
+
+// PutWatchers writes ws as watchers of repo.
+func (t *Tx) PutWatchers(repo string, ws []notifier.Watcher) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	if err := t.tx.Exec(qPutWatchers, putWatchersParams(repo, ws, t.tx.Now())); err != nil {
+		return fmt.Errorf("put watchers: %w", err)
+	}
+	return nil
+}
+
 // Delivered reports which of watcherIDs have a delivered row for the run.
 func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bool, error) {
 	out := map[string]bool{}
