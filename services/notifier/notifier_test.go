@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
-
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
@@ -29,18 +27,15 @@ func (s *store) Watchers(context.Context, string) ([]notifier.Watcher, error) { 
 func (s *store) Deliveries(context.Context, string) (map[string]notifier.Delivery, error) {
 	return s.done, nil
 }
-func (s *store) Bind(tx pstore.Tx) (notifier.Tx, error) { return storeTx{tx: tx}, nil }
+func (s *store) Bind(tx pstore.Tx) (notifier.Tx, error) { return storeTx{tx}, nil }
 
-// storeTx is a notifier.Tx that keeps no rows; events go to tx's outbox.
-type storeTx struct {
-	notifier.Tx // the watcher writes: the handler makes none
-	tx          pstore.Tx
-}
+// storeTx is a notifier.Tx that keeps no rows; events go to the outbox.
+type storeTx struct{ pstore.Tx }
 
+func (storeTx) DeleteWatchers(string) error                         { return nil }
+func (storeTx) PutWatchers(string, []notifier.Watcher) error        { return nil }
 func (storeTx) Delivered(string, []string) (map[string]bool, error) { return nil, nil }
 func (storeTx) PutDeliveries([]notifier.Delivery) error             { return nil }
-func (t storeTx) Emit(evs ...*event.Event) error                    { return t.tx.Emit(evs...) }
-func (t storeTx) AfterCommit(f func())                              { t.tx.AfterCommit(f) }
 
 type sender func(ctx context.Context, url string) (int, error)
 

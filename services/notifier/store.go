@@ -33,8 +33,8 @@ type Tx interface {
 	DeleteWatchers(repo string) error
 	// PutWatchers writes ws as watchers of repo; their ids are distinct.
 	PutWatchers(repo string, ws []Watcher) error
-	// Delivered reports which of watcherIDs already have a delivered row
-	// for the run.
+	// Delivered reports which of watcherIDs (at least one) already have a
+	// delivered row for the run.
 	Delivered(correlationID string, watcherIDs []string) (map[string]bool, error)
 	// PutDeliveries writes the rows as given, replacing any row of the
 	// same (correlation id, watcher id).

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/cloudevents/sdk-go/v2/event"
-
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier"
@@ -14,7 +12,7 @@ import (
 // Tx is a notifier.Tx over an open transaction of the SQLite store (the
 // runner's), so that delivery rows commit with the inbox and the outbox.
 type Tx struct {
-	tx *psqlite.Tx
+	*psqlite.Tx // Emit and AfterCommit as they are
 }
 
 var _ notifier.Tx = (*Tx)(nil)
@@ -27,12 +25,12 @@ func (s *Store) Bind(tx store.Tx) (notifier.Tx, error) {
 	if !ok {
 		return nil, fmt.Errorf("notifier sqlite adapter given %T: %w", tx, store.ErrWrongTx)
 	}
-	return &Tx{tx: t}, nil
+	return &Tx{t}, nil
 }
 
 // DeleteWatchers deletes a repository's watchers.
 func (t *Tx) DeleteWatchers(repo string) error {
-	if _, err := t.tx.ExecContext(t.tx.Context(), `DELETE FROM watcher WHERE repo = ?`, repo); err != nil {
+	if _, err := t.ExecContext(t.Context(), `DELETE FROM watcher WHERE repo = ?`, repo); err != nil {
 		return fmt.Errorf("delete watchers: %w", err)
 	}
 	return nil
@@ -41,9 +39,9 @@ func (t *Tx) DeleteWatchers(repo string) error {
 // PutWatchers writes ws as watchers of repo.
 func (t *Tx) PutWatchers(repo string, ws []notifier.Watcher) error {
 	for _, w := range ws {
-		if _, err := t.tx.ExecContext(t.tx.Context(), `INSERT INTO watcher (id, repo, url, secret, created_at) VALUES (?, ?, ?, ?, ?)
+		if _, err := t.ExecContext(t.Context(), `INSERT INTO watcher (id, repo, url, secret, created_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT(id) DO UPDATE SET secret = excluded.secret`,
-			w.ID, repo, w.URL, w.Secret, t.tx.Now().UnixMicro()); err != nil {
+			w.ID, repo, w.URL, w.Secret, t.Now().UnixMicro()); err != nil {
 			return fmt.Errorf("put watchers: %w", err)
 		}
 	}
@@ -53,14 +51,11 @@ func (t *Tx) PutWatchers(repo string, ws []notifier.Watcher) error {
 // Delivered reports which of watcherIDs have a delivered row for the run.
 func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bool, error) {
 	out := map[string]bool{}
-	if len(watcherIDs) == 0 {
-		return out, nil
-	}
 	ids, err := json.Marshal(watcherIDs)
 	if err != nil {
 		return nil, fmt.Errorf("delivered: %w", err)
 	}
-	rows, err := t.tx.QueryContext(t.tx.Context(), `SELECT watcher_id FROM delivery
+	rows, err := t.QueryContext(t.Context(), `SELECT watcher_id FROM delivery
 		WHERE correlation_id = ? AND delivered AND watcher_id IN (SELECT value FROM json_each(?))`, correlationID, string(ids))
 	if err != nil {
 		return nil, fmt.Errorf("delivered: %w", err)
@@ -79,20 +74,14 @@ func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bo
 // PutDeliveries writes delivery rows as given.
 func (t *Tx) PutDeliveries(ds []notifier.Delivery) error {
 	for _, d := range ds {
-		if _, err := t.tx.ExecContext(t.tx.Context(), `INSERT INTO delivery (correlation_id, watcher_id, delivered, attempts, last_error, updated_at)
+		if _, err := t.ExecContext(t.Context(), `INSERT INTO delivery (correlation_id, watcher_id, delivered, attempts, last_error, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT(correlation_id, watcher_id) DO UPDATE SET
 				delivered = excluded.delivered, attempts = excluded.attempts,
 				last_error = excluded.last_error, updated_at = excluded.updated_at`,
-			d.CorrelationID, d.WatcherID, d.Delivered, d.Attempts, d.LastError, t.tx.Now().UnixMicro()); err != nil {
+			d.CorrelationID, d.WatcherID, d.Delivered, d.Attempts, d.LastError, t.Now().UnixMicro()); err != nil {
 			return fmt.Errorf("put delivery: %w", err)
 		}
 	}
 	return nil
 }
-
-// Emit appends events to the outbox.
-func (t *Tx) Emit(evs ...*event.Event) error { return t.tx.Emit(evs...) }
-
-// AfterCommit runs f once the transaction has committed.
-func (t *Tx) AfterCommit(f func()) { t.tx.AfterCommit(f) }

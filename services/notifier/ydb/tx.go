@@ -3,7 +3,6 @@ package ydb
 import (
 	"fmt"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
 	"github.com/prsaga/prsaga/platform/store"
@@ -14,7 +13,7 @@ import (
 // Tx is a notifier.Tx over an open transaction of the YDB store (the
 // runner's), so that delivery rows commit with the inbox and the outbox.
 type Tx struct {
-	tx *pydb.Tx
+	*pydb.Tx // Emit and AfterCommit as they are
 }
 
 var _ notifier.Tx = (*Tx)(nil)
@@ -26,12 +25,12 @@ func (s *Store) Bind(tx store.Tx) (notifier.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{tx: t}, nil
+	return &Tx{t}, nil
 }
 
 // DeleteWatchers deletes a repository's watchers.
 func (t *Tx) DeleteWatchers(repo string) error {
-	if err := t.tx.Exec(qDeleteWatchers, repoParams(repo)); err != nil {
+	if err := t.Exec(qDeleteWatchers, repoParams(repo)); err != nil {
 		return fmt.Errorf("delete watchers: %w", err)
 	}
 	return nil
@@ -42,7 +41,7 @@ func (t *Tx) PutWatchers(repo string, ws []notifier.Watcher) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	if err := t.tx.Exec(qPutWatchers, putWatchersParams(repo, ws, t.tx.Now())); err != nil {
+	if err := t.Exec(qPutWatchers, putWatchersParams(repo, ws, t.Now())); err != nil {
 		return fmt.Errorf("put watchers: %w", err)
 	}
 	return nil
@@ -51,10 +50,7 @@ func (t *Tx) PutWatchers(repo string, ws []notifier.Watcher) error {
 // Delivered reports which of watcherIDs have a delivered row for the run.
 func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bool, error) {
 	out := map[string]bool{}
-	if len(watcherIDs) == 0 {
-		return out, nil
-	}
-	err := t.tx.Query(qDelivered, deliveredParams(correlationID, watcherIDs), func(row query.Row) error {
+	err := t.Query(qDelivered, deliveredParams(correlationID, watcherIDs), func(row query.Row) error {
 		id, err := scanWatcherID(row)
 		if err != nil {
 			return err
@@ -73,14 +69,8 @@ func (t *Tx) PutDeliveries(ds []notifier.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	if err := t.tx.Exec(qPutDeliveries, putDeliveriesParams(ds, t.tx.Now())); err != nil {
+	if err := t.Exec(qPutDeliveries, putDeliveriesParams(ds, t.Now())); err != nil {
 		return fmt.Errorf("put deliveries: %w", err)
 	}
 	return nil
 }
-
-// Emit appends events to the outbox.
-func (t *Tx) Emit(evs ...*event.Event) error { return t.tx.Emit(evs...) }
-
-// AfterCommit runs f once the transaction has committed.
-func (t *Tx) AfterCommit(f func()) { t.tx.AfterCommit(f) }
