@@ -8,4 +8,10 @@
 // retry budget (each watcher's attempts, timeouts and backoff: see
 // webhook.Config.Budget), so the step's time does not grow with the number
 // of watchers and stays inside its timeout (design §4, §8).
+//
+// The package is the domain only: it reaches its tables through Store and
+// Tx (the adapters in sqlite/ and ydb/ run the statements; rules such as
+// "a delivered row stays delivered" are written here, once) and receivers
+// through Sender (server/ wires in the webhook package), so neither SQL
+// nor HTTP links into it.
 package notifier

@@ -16,7 +16,6 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
-	"github.com/prsaga/prsaga/services/notifier/webhook"
 )
 
 // Watcher receives a repository's merge notifications. URL and Secret are
@@ -37,19 +36,12 @@ type Delivery struct {
 	LastError     string
 }
 
-// Store reads watchers and past deliveries and records new deliveries.
-type Store interface {
-	Watchers(ctx context.Context, repo string) ([]Watcher, error)
-	Deliveries(ctx context.Context, correlationID string) (map[string]Delivery, error)
-	// RecordDeliveries upserts delivery rows inside the handler's
-	// transaction; a delivered row stays delivered.
-	RecordDeliveries(tx store.Tx, ds []Delivery) error
-}
-
-// Sender posts one signed webhook, retrying inside the call until ctx ends.
-// It must be safe for concurrent use.
+// Sender delivers one run's event to one watcher, signed, retrying inside
+// the call until ctx ends. The same (correlationID, watcher) always carries
+// the same delivery id, so a receiver drops a repeat. It must be safe for
+// concurrent use.
 type Sender interface {
-	Send(ctx context.Context, url, secret, deliveryID string, body []byte) (attempts int, err error)
+	Send(ctx context.Context, w Watcher, correlationID string, body []byte) (attempts int, err error)
 }
 
 // DefaultParallel is how many watchers are notified at once by default.
@@ -147,8 +139,12 @@ func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *sl
 	if err != nil {
 		return nil, err
 	}
-	return func(tx store.Tx) error {
-		if err := n.Store.RecordDeliveries(tx, record); err != nil {
+	return func(stx store.Tx) error {
+		tx, err := n.Store.Bind(stx)
+		if err != nil {
+			return err
+		}
+		if err := RecordDeliveries(tx, record); err != nil {
 			return err
 		}
 		tx.AfterCommit(func() {
@@ -195,7 +191,7 @@ func (n *Notifier) deliver(ctx context.Context, watchers []Watcher, done map[str
 				outcomes[i] = outcome{err: spent(fmt.Errorf("not attempted: %w", err))}
 				return
 			}
-			attempts, err := n.Sender.Send(sctx, w.URL, w.Secret, webhook.DeliveryID(corr, w.ID), body)
+			attempts, err := n.Sender.Send(sctx, w, corr, body)
 			outcomes[i] = outcome{attempts: attempts, err: spent(err)}
 		})
 	}

@@ -27,12 +27,20 @@ func (s *store) Watchers(context.Context, string) ([]notifier.Watcher, error) { 
 func (s *store) Deliveries(context.Context, string) (map[string]notifier.Delivery, error) {
 	return s.done, nil
 }
-func (s *store) RecordDeliveries(pstore.Tx, []notifier.Delivery) error { return nil }
+func (s *store) Bind(tx pstore.Tx) (notifier.Tx, error) { return storeTx{tx}, nil }
+
+// storeTx is a notifier.Tx that keeps no rows; events go to the outbox.
+type storeTx struct{ pstore.Tx }
+
+func (storeTx) DeleteWatchers(string) error                         { return nil }
+func (storeTx) PutWatchers(string, []notifier.Watcher) error        { return nil }
+func (storeTx) Delivered(string, []string) (map[string]bool, error) { return nil, nil }
+func (storeTx) PutDeliveries([]notifier.Delivery) error             { return nil }
 
 type sender func(ctx context.Context, url string) (int, error)
 
-func (f sender) Send(ctx context.Context, url, _, _ string, _ []byte) (int, error) {
-	return f(ctx, url)
+func (f sender) Send(ctx context.Context, w notifier.Watcher, _ string, _ []byte) (int, error) {
+	return f(ctx, w.URL)
 }
 
 func merged(t *testing.T) contracts.Envelope {

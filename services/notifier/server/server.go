@@ -14,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier"
+	"github.com/prsaga/prsaga/services/notifier/httpapi"
 	nsqlite "github.com/prsaga/prsaga/services/notifier/sqlite"
 	"github.com/prsaga/prsaga/services/notifier/webhook"
 )
@@ -78,9 +79,9 @@ func (o Options) RetryBudget() time.Duration { return o.Webhook.Budget() }
 
 // Server is the assembled notifier. Safe for concurrent use.
 type Server struct {
-	opts  Options
-	store Store
-	n     *notifier.Notifier
+	opts Options
+	n    *notifier.Notifier
+	api  *httpapi.API
 }
 
 // New checks opts and builds the notifier.
@@ -103,9 +104,20 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{opts: opts, store: st, n: &notifier.Notifier{
-		Store: st, Sender: sender, Budget: opts.RetryBudget(), Parallel: opts.Parallel, Now: opts.Now,
-	}}, nil
+	return &Server{
+		opts: opts,
+		n: &notifier.Notifier{
+			Store: st, Sender: webhookSender{sender}, Budget: opts.RetryBudget(), Parallel: opts.Parallel, Now: opts.Now,
+		},
+		api: &httpapi.API{
+			Store:          st,
+			AllowPrivate:   opts.AllowPrivate,
+			OperatorTokens: opts.OperatorTokens,
+			ReadTokens:     opts.ReadTokens,
+			LookupIP:       opts.LookupIP,
+			Log:            opts.Log,
+		},
+	}, nil
 }
 
 // RetryBudget is Options.RetryBudget of the options the server runs with.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/prsaga/prsaga/platform/service"
@@ -9,22 +8,17 @@ import (
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/notifier"
+	"github.com/prsaga/prsaga/services/notifier/httpapi"
 	nsqlite "github.com/prsaga/prsaga/services/notifier/sqlite"
 	nydb "github.com/prsaga/prsaga/services/notifier/ydb"
 )
 
 // Store is the notifier's tables on either store: what the handler needs
-// (notifier.Store) and the watchers API's writes.
+// (notifier.Store) and what the watchers API needs (httpapi.Store).
 type Store interface {
 	notifier.Store
-	// ReplaceWatchers sets a repository's watchers, in one transaction.
-	ReplaceWatchers(ctx context.Context, repo string, ws []notifier.Watcher) error
+	httpapi.Store
 }
-
-var (
-	_ Store = (*nsqlite.Store)(nil)
-	_ Store = (*nydb.Store)(nil)
-)
 
 // Adapter returns the notifier's tables on db's store (SQLite or YDB).
 func Adapter(db store.DB) (Store, error) {
@@ -32,10 +26,10 @@ func Adapter(db store.DB) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("notifier: %w", err)
 	}
-	return st, nil
+	return notifier.Tables{Store: st, DB: db}, nil
 }
 
-var adapters = service.Tables[Store]{
-	SQLite: func(db *psqlite.DB) Store { return &nsqlite.Store{DB: db} },
-	YDB:    func(db *pydb.DB) Store { return &nydb.Store{DB: db} },
+var adapters = service.Tables[notifier.Store]{
+	SQLite: func(db *psqlite.DB) notifier.Store { return &nsqlite.Store{DB: db} },
+	YDB:    func(db *pydb.DB) notifier.Store { return &nydb.Store{DB: db} },
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
-	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/notifier"
 )
 
@@ -22,36 +21,13 @@ var Migrations = func() psqlite.Migrations {
 	return psqlite.Migrations{Component: "notifier", FS: sub}
 }()
 
-// Store implements notifier.Store on the notifier's database.
+// Store implements notifier.Store on the notifier's database. Safe for
+// concurrent use.
 type Store struct {
 	DB *psqlite.DB
 }
 
 var _ notifier.Store = (*Store)(nil)
-
-// WatcherID is notifier.WatcherID.
-func WatcherID(repo, url string) string { return notifier.WatcherID(repo, url) }
-
-// ReplaceWatchers sets a repository's watchers.
-func (s *Store) ReplaceWatchers(ctx context.Context, repo string, ws []notifier.Watcher) error {
-	return s.DB.Update(ctx, func(stx store.Tx) error {
-		tx, err := psqlite.TxOf(stx)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM watcher WHERE repo = ?`, repo); err != nil {
-			return fmt.Errorf("replace watchers: %w", err)
-		}
-		for _, w := range ws {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO watcher (id, repo, url, secret, created_at) VALUES (?, ?, ?, ?, ?)
-				ON CONFLICT(id) DO UPDATE SET secret = excluded.secret`,
-				w.ID, repo, w.URL, w.Secret, tx.Now().UnixMicro()); err != nil {
-				return fmt.Errorf("replace watchers: %w", err)
-			}
-		}
-		return nil
-	})
-}
 
 // Watchers lists a repository's watchers.
 func (s *Store) Watchers(ctx context.Context, repo string) ([]notifier.Watcher, error) {
@@ -88,24 +64,4 @@ func (s *Store) Deliveries(ctx context.Context, correlationID string) (map[strin
 		out[d.WatcherID] = d
 	}
 	return out, rows.Err()
-}
-
-// RecordDeliveries upserts delivery rows inside the handler's transaction
-// (of the SQLite store). A delivered row stays delivered.
-func (s *Store) RecordDeliveries(stx store.Tx, ds []notifier.Delivery) error {
-	tx, ok := stx.(*psqlite.Tx)
-	if !ok {
-		return fmt.Errorf("notifier sqlite adapter given %T: %w", stx, store.ErrWrongTx)
-	}
-	for _, d := range ds {
-		if _, err := tx.ExecContext(tx.Context(), `INSERT INTO delivery (correlation_id, watcher_id, delivered, attempts, last_error, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT(correlation_id, watcher_id) DO UPDATE SET
-				delivered = max(delivery.delivered, excluded.delivered),
-				attempts = excluded.attempts, last_error = excluded.last_error, updated_at = excluded.updated_at`,
-			d.CorrelationID, d.WatcherID, d.Delivered, d.Attempts, d.LastError, tx.Now().UnixMicro()); err != nil {
-			return fmt.Errorf("record delivery: %w", err)
-		}
-	}
-	return nil
 }

@@ -4,13 +4,15 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
+	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/notifier"
 	"github.com/prsaga/prsaga/services/notifier/server"
 )
@@ -21,22 +23,41 @@ type Adapter struct {
 	Store server.Store
 }
 
-// Opener opens a fresh database of one store with the notifier's schema.
-type Opener func(t *testing.T, now func() time.Time) Adapter
+// Schema is the notifier's tables, for pstoretest.Stores.
+var Schema = pstoretest.Schema{SQLite: []psqlite.Migrations{server.Module.SQLite}, YDB: []pydb.Migrations{server.Module.YDB}}
 
-// Run runs the notifier's suite.
-func Run(t *testing.T, open Opener) {
-	t.Run("ReplaceWatchers", func(t *testing.T) { testWatchers(t, open) })
-	t.Run("Deliveries", func(t *testing.T) { testDeliveries(t, open) })
+// Run runs the notifier's suite on the databases open gives, through the
+// adapter server.Adapter picks for each: pass it to pstoretest.Stores.
+func Run(t *testing.T, open pstoretest.Opener) {
+	fresh := func(t *testing.T) Adapter {
+		db := open(t, pstoretest.NewClock(pstoretest.T0).Now)
+		st, err := server.Adapter(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Adapter{DB: db, Store: st}
+	}
+	t.Run("ReplaceWatchers", func(t *testing.T) { testWatchers(t, fresh(t)) })
+	t.Run("Deliveries", func(t *testing.T) { testDeliveries(t, fresh(t)) })
+	t.Run("BindOtherTx", func(t *testing.T) { testBindOtherTx(t, fresh(t)) })
+}
+
+// otherTx is a transaction of some other store.
+type otherTx struct{ store.Tx }
+
+// A transaction the adapter did not open is refused, not misused.
+func testBindOtherTx(t *testing.T, a Adapter) {
+	if tx, err := a.Store.Bind(otherTx{}); !errors.Is(err, store.ErrWrongTx) || tx != nil {
+		t.Errorf("Bind(another store's tx) = %v, %v; want store.ErrWrongTx", tx, err)
+	}
 }
 
 func watcher(repo, url string) notifier.Watcher {
 	return notifier.Watcher{ID: notifier.WatcherID(repo, url), Repo: repo, URL: url, Secret: "s-" + url}
 }
 
-func testWatchers(t *testing.T, open Opener) {
+func testWatchers(t *testing.T, a Adapter) {
 	ctx := pstoretest.Context(t)
-	a := open(t, pstoretest.NewClock(pstoretest.T0).Now)
 	w1, w2, w3 := watcher("acme/widgets", "https://a.example/hook"), watcher("acme/widgets", "https://b.example/hook"), watcher("acme/widgets", "https://c.example/hook")
 	other := watcher("acme/gadgets", "https://a.example/hook")
 	if got, err := a.Store.Watchers(ctx, "acme/widgets"); err != nil || len(got) != 0 {
@@ -73,12 +94,11 @@ func testWatchers(t *testing.T, open Opener) {
 	}
 }
 
-func testDeliveries(t *testing.T, open Opener) {
+func testDeliveries(t *testing.T, a Adapter) {
 	ctx := pstoretest.Context(t)
-	a := open(t, pstoretest.NewClock(pstoretest.T0).Now)
 	record := func(ds ...notifier.Delivery) {
 		t.Helper()
-		if err := a.DB.Update(ctx, func(tx store.Tx) error { return a.Store.RecordDeliveries(tx, ds) }); err != nil {
+		if err := a.DB.Update(ctx, func(tx store.Tx) error { return recordDeliveries(a, tx, ds) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,7 +131,17 @@ func testDeliveries(t *testing.T, open Opener) {
 	if err != nil || len(got2) != 1 || got2["w-a"].Delivered || got2["w-a"].LastError != "timeout" {
 		t.Errorf("deliveries of run-2 = %v, %v; want w-a undelivered (timeout)", got2, err)
 	}
-	if err := a.DB.Update(ctx, func(tx store.Tx) error { return a.Store.RecordDeliveries(tx, nil) }); err != nil {
+	if err := a.DB.Update(ctx, func(tx store.Tx) error { return recordDeliveries(a, tx, nil) }); err != nil {
 		t.Errorf("recording no deliveries: %v", err)
 	}
+}
+
+// recordDeliveries records ds as the handler does: through the store's
+// view of the open transaction.
+func recordDeliveries(a Adapter, stx store.Tx, ds []notifier.Delivery) error {
+	tx, err := a.Store.Bind(stx)
+	if err != nil {
+		return err
+	}
+	return notifier.RecordDeliveries(tx, ds)
 }

@@ -2,28 +2,11 @@ package storetest_test
 
 import (
 	"testing"
-	"time"
 
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
-	pydb "github.com/prsaga/prsaga/platform/ydb"
-	"github.com/prsaga/prsaga/services/notifier/server"
-	nsqlite "github.com/prsaga/prsaga/services/notifier/sqlite"
 	"github.com/prsaga/prsaga/services/notifier/storetest"
-	nydb "github.com/prsaga/prsaga/services/notifier/ydb"
 )
 
-// TestStores runs the notifier's suite on every store adapter.
-func TestStores(t *testing.T) {
-	schema := pstoretest.Schema{SQLite: []psqlite.Migrations{nsqlite.Migrations}, YDB: []pydb.Migrations{nydb.Migrations}}
-	pstoretest.Stores(t, schema, func(t *testing.T, open pstoretest.Opener) {
-		storetest.Run(t, func(t *testing.T, now func() time.Time) storetest.Adapter {
-			db := open(t, now)
-			st, err := server.Adapter(db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return storetest.Adapter{DB: db, Store: st}
-		})
-	})
-}
+// TestStores runs the notifier's suite on every store adapter (YDB only
+// when configured).
+func TestStores(t *testing.T) { pstoretest.Stores(t, storetest.Schema, storetest.Run) }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
-	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/notifier"
 )
@@ -38,41 +37,21 @@ SELECT repo, id, url, secret, created_at FROM AS_TABLE($watchers)`
 	// A range of the key (corr_shard, correlation_id, watcher_id).
 	qDeliveries = `SELECT watcher_id, delivered, attempts, last_error FROM delivery
 WHERE corr_shard = $corr_shard AND correlation_id = $correlation_id`
-	// Read before the upsert in the same transaction: a row delivered
-	// already stays delivered (the max of the two).
+	// Read before the upsert in the same transaction (notifier.RecordDeliveries):
+	// a row delivered already stays delivered.
 	qDelivered = `SELECT watcher_id FROM delivery
 WHERE corr_shard = $corr_shard AND correlation_id = $correlation_id AND watcher_id IN $watcher_ids AND delivered`
 	qPutDeliveries = `UPSERT INTO delivery
 SELECT corr_shard, correlation_id, watcher_id, delivered, attempts, last_error, updated_at FROM AS_TABLE($deliveries)`
 )
 
-// Store implements notifier.Store (and the watchers API) on the notifier's
-// YDB directory. Safe for concurrent use.
+// Store implements notifier.Store on the notifier's YDB directory. Safe for
+// concurrent use.
 type Store struct {
 	DB *pydb.DB
 }
 
 var _ notifier.Store = (*Store)(nil)
-
-// ReplaceWatchers sets a repository's watchers, in one transaction.
-func (s *Store) ReplaceWatchers(ctx context.Context, repo string, ws []notifier.Watcher) error {
-	return s.DB.Update(ctx, func(stx store.Tx) error {
-		tx, err := pydb.TxOf(stx)
-		if err != nil {
-			return err
-		}
-		if err := tx.Exec(qDeleteWatchers, repoParams(repo)); err != nil {
-			return fmt.Errorf("replace watchers: %w", err)
-		}
-		if len(ws) == 0 {
-			return nil
-		}
-		if err := tx.Exec(qPutWatchers, putWatchersParams(repo, ws, tx.Now())); err != nil {
-			return fmt.Errorf("replace watchers: %w", err)
-		}
-		return nil
-	})
-}
 
 // Watchers lists a repository's watchers, by id.
 func (s *Store) Watchers(ctx context.Context, repo string) ([]notifier.Watcher, error) {
@@ -108,44 +87,4 @@ func (s *Store) Deliveries(ctx context.Context, correlationID string) (map[strin
 		return nil, fmt.Errorf("deliveries: %w", err)
 	}
 	return out, nil
-}
-
-// RecordDeliveries upserts delivery rows inside the handler's transaction
-// (of the YDB store). A delivered row stays delivered: the rows already
-// delivered are read first, in the same transaction.
-func (s *Store) RecordDeliveries(stx store.Tx, ds []notifier.Delivery) error {
-	if len(ds) == 0 {
-		return nil
-	}
-	tx, err := pydb.TxOf(stx)
-	if err != nil {
-		return err
-	}
-	byRun := map[string][]string{}
-	for _, d := range ds {
-		byRun[d.CorrelationID] = append(byRun[d.CorrelationID], d.WatcherID)
-	}
-	delivered := map[[2]string]bool{}
-	for corr, ids := range byRun {
-		err := tx.Query(qDelivered, deliveredParams(corr, ids), func(row query.Row) error {
-			id, err := scanWatcherID(row)
-			if err != nil {
-				return err
-			}
-			delivered[[2]string{corr, id}] = true
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("record delivery: %w", err)
-		}
-	}
-	rows := make([]notifier.Delivery, len(ds)) // the caller's slice stays as given
-	for i, d := range ds {
-		rows[i] = d
-		rows[i].Delivered = d.Delivered || delivered[[2]string{d.CorrelationID, d.WatcherID}]
-	}
-	if err := tx.Exec(qPutDeliveries, putDeliveriesParams(rows, tx.Now())); err != nil {
-		return fmt.Errorf("record delivery: %w", err)
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"errors"
@@ -26,13 +26,6 @@ type watcherOut struct {
 	Host string `json:"host"`
 }
 
-// Routes adds PUT and GET /api/v1/repos/{owner}/{name}/watchers.
-func (s *Server) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("PUT /api/v1/repos/{owner}/{name}/watchers", s.opts.OperatorTokens.Require(s.putWatchers))
-	readers := append(append(httpx.Tokens{}, s.opts.ReadTokens...), s.opts.OperatorTokens...)
-	mux.HandleFunc("GET /api/v1/repos/{owner}/{name}/watchers", readers.RequireRead(s.getWatchers))
-}
-
 func repoOf(r *http.Request) (string, error) {
 	repo := r.PathValue("owner") + "/" + r.PathValue("name")
 	if err := contracts.ValidateRepo(repo); err != nil {
@@ -41,7 +34,7 @@ func repoOf(r *http.Request) (string, error) {
 	return repo, nil
 }
 
-func (s *Server) putWatchers(w http.ResponseWriter, r *http.Request) {
+func (a *API) putWatchers(w http.ResponseWriter, r *http.Request) {
 	repo, err := repoOf(r)
 	if err != nil {
 		httpx.WriteError(w, err)
@@ -63,8 +56,8 @@ func (s *Server) putWatchers(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: %s", i, err))
 			return
 		}
-		if !s.opts.AllowPrivate {
-			if err := webhook.CheckPublic(r.Context(), x.URL, s.opts.LookupIP); err != nil {
+		if !a.AllowPrivate {
+			if err := webhook.CheckPublic(r.Context(), x.URL, a.LookupIP); err != nil {
 				httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "watcher %d: %s", i, err))
 				return
 			}
@@ -81,22 +74,22 @@ func (s *Server) putWatchers(w http.ResponseWriter, r *http.Request) {
 		seen[id] = true
 		ws = append(ws, notifier.Watcher{ID: id, Repo: repo, URL: x.URL, Secret: x.Secret})
 	}
-	if err := s.store.ReplaceWatchers(r.Context(), repo, ws); err != nil {
-		s.fail(w, r, err)
+	if err := a.Store.ReplaceWatchers(r.Context(), repo, ws); err != nil {
+		a.fail(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, view(ws))
 }
 
-func (s *Server) getWatchers(w http.ResponseWriter, r *http.Request) {
+func (a *API) getWatchers(w http.ResponseWriter, r *http.Request) {
 	repo, err := repoOf(r)
 	if err != nil {
 		httpx.WriteError(w, err)
 		return
 	}
-	ws, err := s.store.Watchers(r.Context(), repo)
+	ws, err := a.Store.Watchers(r.Context(), repo)
 	if err != nil {
-		s.fail(w, r, err)
+		a.fail(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, view(ws))
@@ -116,10 +109,10 @@ func view(ws []notifier.Watcher) []watcherOut {
 
 // fail answers err; an internal error (no *httpx.Error) is logged, the
 // client sees only "internal error".
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var e *httpx.Error
-	if !errors.As(err, &e) {
-		s.opts.Log.ErrorContext(r.Context(), "http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	if !errors.As(err, &e) && a.Log != nil {
+		a.Log.ErrorContext(r.Context(), "http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	httpx.WriteError(w, err)
 }
