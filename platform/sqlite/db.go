@@ -31,6 +31,17 @@ type Migrations struct {
 	FS        fs.FS
 }
 
+// MigrationsIn are component's migrations in directory dir of files (an
+// embedded file system: a missing directory is a build mistake, so it
+// panics).
+func MigrationsIn(component string, files fs.FS, dir string) Migrations {
+	sub, err := fs.Sub(files, dir)
+	if err != nil {
+		panic(err)
+	}
+	return Migrations{Component: component, FS: sub}
+}
+
 // Options of a database.
 type Options struct {
 	// Sync selects synchronous=FULL (survives power loss) over NORMAL.

@@ -23,14 +23,17 @@ var platformFiles embed.FS
 
 // PlatformMigrations are the outbox and inbox, applied by Open before the
 // service's own migrations.
-var PlatformMigrations = Migrations{Component: "platform", FS: mustSub(platformFiles, "migrations")}
+var PlatformMigrations = MigrationsIn("platform", platformFiles, "migrations")
 
-func mustSub(f fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(f, dir)
+// MigrationsIn are component's migrations in directory dir of files (an
+// embedded file system: a missing directory is a build mistake, so it
+// panics).
+func MigrationsIn(component string, files fs.FS, dir string) Migrations {
+	sub, err := fs.Sub(files, dir)
 	if err != nil {
-		panic(err) // the directory is embedded at build time
+		panic(err)
 	}
-	return sub
+	return Migrations{Component: component, FS: sub}
 }
 
 // Options of one service's database.

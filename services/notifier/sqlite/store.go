@@ -6,20 +6,16 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/notifier"
 )
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFiles embed.FS
 
 // Migrations of the notifier's tables.
-var Migrations = func() psqlite.Migrations {
-	sub, _ := fs.Sub(migrations, "migrations")
-	return psqlite.Migrations{Component: "notifier", FS: sub}
-}()
+var Migrations = psqlite.MigrationsIn("notifier", migrationFiles, "migrations")
 
 // Store implements notifier.Store on the notifier's database. Safe for
 // concurrent use.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
@@ -19,13 +18,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations of the notifier's tables, applied by pydb.Open.
-var Migrations = func() pydb.Migrations {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the directory is embedded at build time
-	}
-	return pydb.Migrations{Component: "notifier", FS: sub}
-}()
+var Migrations = pydb.MigrationsIn("notifier", migrationFiles, "migrations")
 
 // The notifier's statements; every value is a typed parameter.
 const (

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
@@ -18,15 +17,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations are the validator's tables, applied by psqlite.Open.
-var Migrations = psqlite.Migrations{Component: "validator", FS: mustSub(migrationFiles, "migrations")}
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err) // the embedded directory is fixed at build time
-	}
-	return sub
-}
+var Migrations = psqlite.MigrationsIn("validator", migrationFiles, "migrations")
 
 // Querier runs reads: a *psqlite.Tx inside a commit, or the *psqlite.DB
 // outside (its statements are prepared once on the reader pool).

@@ -4,7 +4,6 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"time"
 
 	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
@@ -19,15 +18,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations are the validator's tables, applied by pydb.Open.
-var Migrations = pydb.Migrations{Component: "validator", FS: mustSub(migrationFiles, "migrations")}
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err) // the directory is embedded at build time
-	}
-	return sub
-}
+var Migrations = pydb.MigrationsIn("validator", migrationFiles, "migrations")
 
 // The validator's statements. Every value is a typed parameter.
 const (
