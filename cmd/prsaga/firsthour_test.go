@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 )
 
 // What a new user types in the first hour, and what they see.
@@ -116,7 +117,7 @@ func TestDevRecordsWhereItListens(t *testing.T) {
 	env := map[string]string{"PRSAGA_DATA_DIR": dir}
 	getenv := func(k string) string { return env[k] }
 	ctx, cancel := context.WithCancel(context.Background())
-	var devOut, devErr syncBuffer
+	var devOut, devErr logtest.Buffer
 	done := make(chan int, 2)
 	go func() {
 		code := run(ctx, []string{"dev", "--quiet", "--http", httpAddr, "--nats-listen", natsAddr, "--backoff", "50ms,200ms"}, getenv, &devOut, &devErr)

@@ -13,25 +13,8 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/logging"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes below.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
 
 func envelope(t *testing.T) contracts.Envelope {
 	t.Helper()
@@ -68,7 +51,7 @@ func lines(t *testing.T, b []byte) []map[string]any {
 
 func TestLoggerWritesJSONLinesToStdoutAndFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "logs") // created by New
-	var stdout syncBuffer
+	var stdout logtest.Buffer
 	log, closer, err := logging.New(logging.Config{Service: "merger", Level: slog.LevelInfo, Dir: dir, Stdout: &stdout})
 	if err != nil {
 		t.Fatalf("new logger: %v", err)

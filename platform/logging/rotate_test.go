@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/platform/logging"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 )
 
 // A file that reaches MaxSizeMB is renamed to <service>-<time>.jsonl and a
@@ -86,7 +87,7 @@ func TestNewRefusesAServiceNameThatIsAPath(t *testing.T) {
 
 // A handler's lines carry the trace and span of the event's traceparent.
 func TestForEventAddsTheTraceOfTheEvent(t *testing.T) {
-	var out syncBuffer
+	var out logtest.Buffer
 	log, _, err := logging.New(logging.Config{Service: "merger", Stdout: &out})
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,10 @@
 package ledger_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/logging"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/runner"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
@@ -122,14 +120,14 @@ type fixture struct {
 	db    *psqlite.DB
 	store *ledgersqlite.Store
 	proj  *ledger.Projector
-	logs  *syncBuffer
+	logs  *logtest.Buffer
 	log   *slog.Logger
 }
 
 func newFixture(t testing.TB) *fixture {
 	db := sqlitetest.Open(t, ledgersqlite.Migrations)
 	c := &clock{}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	return &fixture{
 		t: t, db: db, store: ledgersqlite.NewStore(db),
 		proj: &ledger.Projector{Now: c.Now},
@@ -220,23 +218,3 @@ func path(ts []ledger.Transition) string {
 	}
 	return b.String()
 }
-
-// syncBuffer is a log sink safe for the writers of several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-var _ io.Writer = (*syncBuffer)(nil)
