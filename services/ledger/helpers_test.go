@@ -12,12 +12,12 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/logging"
 	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/runner"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
@@ -179,27 +179,15 @@ func (f *fixture) events(pr string) []ledger.Event {
 // announced decodes the state_changed events waiting in the outbox.
 func (f *fixture) announced() []contracts.Envelope {
 	f.t.Helper()
-	rows, err := f.db.Unsent(context.Background(), 10000)
-	if err != nil {
-		f.t.Fatalf("outbox: %v", err)
-	}
 	var out []contracts.Envelope
-	for _, row := range rows {
-		if row.Subject != contracts.SubjectStateChanged {
-			f.t.Fatalf("outbox row on %s, want only %s", row.Subject, contracts.SubjectStateChanged)
+	for _, ev := range emitted.Read(f.t, f.db) {
+		if ev.Row.Subject != contracts.SubjectStateChanged {
+			f.t.Fatalf("outbox row on %s, want only %s", ev.Row.Subject, contracts.SubjectStateChanged)
 		}
-		e, err := bus.Decode(row.Header, row.Body)
-		if err != nil {
-			f.t.Fatalf("decode outbox row %s: %v", row.ID, err)
+		if err := ev.Env.ValidatePayload(); err != nil {
+			f.t.Fatalf("outbox row %s payload: %v", ev.Row.ID, err)
 		}
-		en, err := contracts.Open(e)
-		if err != nil {
-			f.t.Fatalf("open outbox row %s: %v", row.ID, err)
-		}
-		if err := en.ValidatePayload(); err != nil {
-			f.t.Fatalf("outbox row %s payload: %v", row.ID, err)
-		}
-		out = append(out, en)
+		out = append(out, ev.Env)
 	}
 	return out
 }
