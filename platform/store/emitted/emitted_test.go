@@ -71,7 +71,9 @@ func TestReadAndOn(t *testing.T) {
 
 type outboxFunc func(ctx context.Context, limit int) ([]store.OutboxRow, error)
 
-func (f outboxFunc) Unsent(ctx context.Context, limit int) ([]store.OutboxRow, error) { return f(ctx, limit) }
+func (f outboxFunc) Unsent(ctx context.Context, limit int) ([]store.OutboxRow, error) {
+	return f(ctx, limit)
+}
 
 // fatal records a test's failure instead of failing the real test.
 type fatal struct {
