@@ -23,7 +23,7 @@ import (
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
-	"github.com/prsaga/prsaga/services/indexer/internal/gittest"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/services/indexer/server"
 )
 

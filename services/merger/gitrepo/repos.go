@@ -88,8 +88,9 @@ func (rs *Repos) Open(repo string) (*Repo, error) {
 		rs.noteUse(r)
 		return r, nil
 	}
-	// Symbolic links are followed, but not out of the repos dir.
-	if dir, err = rs.paths.Resolve(repo); err != nil {
+	// Symbolic links are followed, but not out of the repos dir (the
+	// repository keeps its path under the root, as it is named).
+	if _, err := rs.paths.Resolve(repo); err != nil {
 		if errors.Is(err, repopath.ErrNotFound) {
 			return nil, fmt.Errorf("open %s: %w", repo, ErrRepoNotFound)
 		}

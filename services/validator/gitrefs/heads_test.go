@@ -9,7 +9,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/services/validator"
 	"github.com/prsaga/prsaga/services/validator/gitrefs"
-	"github.com/prsaga/prsaga/services/validator/internal/gittest"
+	"github.com/prsaga/prsaga/platform/gittest"
 )
 
 func TestHeadLooseAndPacked(t *testing.T) {

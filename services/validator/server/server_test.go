@@ -22,7 +22,7 @@ import (
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/validator"
-	"github.com/prsaga/prsaga/services/validator/internal/gittest"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/services/validator/server"
 	vsqlite "github.com/prsaga/prsaga/services/validator/sqlite"
 )
