@@ -21,6 +21,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/runner"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
@@ -162,7 +163,7 @@ func TestEndToEndIndexFailsThenRetryMerges(t *testing.T) {
 	if !retried {
 		t.Fatalf("history lacks the retry by local: %+v", s.Transitions)
 	}
-	commits := git(t, bare, "log", "--format=%H", "--grep", "Prsaga-PR: "+pr, "main")
+	commits := gittest.Run(t, bare, "log", "--format=%H", "--grep", "Prsaga-PR: "+pr, "main")
 	if strings.Count(commits, "\n") != 0 || commits != s.MergeSHA {
 		t.Fatalf("commits with the PR's trailer on main: %q, want exactly the merge %s", commits, s.MergeSHA)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/logging/logtest"
 )
 
@@ -201,13 +202,13 @@ func TestDevRecordsWhereItListens(t *testing.T) {
 	// main moves on: a fast-forward of the old head is refused, not
 	// retryable; status suggests what retry accepts.
 	work := t.TempDir()
-	git(t, work, "clone", "-q", bare, ".")
-	git(t, work, "checkout", "-q", "-b", "feature/ff")
-	git(t, work, "commit", "-q", "--allow-empty", "-m", "on the branch")
-	ffHead := git(t, work, "rev-parse", "HEAD")
-	git(t, work, "checkout", "-q", "main")
-	git(t, work, "commit", "-q", "--allow-empty", "-m", "moves main")
-	git(t, work, "push", "-q", "origin", "main", "feature/ff")
+	gittest.Run(t, work, "clone", "-q", bare, ".")
+	gittest.Run(t, work, "checkout", "-q", "-b", "feature/ff")
+	gittest.Run(t, work, "commit", "-q", "--allow-empty", "-m", "on the branch")
+	ffHead := gittest.Run(t, work, "rev-parse", "HEAD")
+	gittest.Run(t, work, "checkout", "-q", "main")
+	gittest.Run(t, work, "commit", "-q", "--allow-empty", "-m", "moves main")
+	gittest.Run(t, work, "push", "-q", "origin", "main", "feature/ff")
 	if err := c.PostStatus(bg, "acme/widgets", ffHead, "ci", "success"); err != nil {
 		t.Fatal(err)
 	}
