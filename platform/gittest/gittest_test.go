@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -62,32 +61,5 @@ func TestCommitPackRefsRepack(t *testing.T) {
 	}
 	if loose := r.Git("count-objects"); !strings.HasPrefix(loose, "0 objects") {
 		t.Errorf("count-objects after Repack = %q, want no loose objects", loose)
-	}
-}
-
-// fatal records a test's failure instead of failing the real test.
-type fatal struct {
-	testing.TB
-	msg string
-}
-
-func (f *fatal) Helper() {}
-func (f *fatal) Fatalf(format string, args ...any) {
-	f.msg = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-// A failing git fails the test with its command and output.
-func TestRunFailureFailsTheTest(t *testing.T) {
-	gittest.Need(t)
-	f := &fatal{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		gittest.Run(f, t.TempDir(), "rev-parse", "--verify", "no-such-ref")
-	}()
-	<-done
-	if !strings.Contains(f.msg, "git rev-parse --verify no-such-ref") {
-		t.Errorf("failure = %q, want the command named", f.msg)
 	}
 }

@@ -51,12 +51,19 @@ func New() (*slog.Logger, *Buffer) {
 // attributes, as encoding/json decodes them (numbers are float64).
 type Record map[string]any
 
-// Records decodes the buffer's JSON lines; a line that is not a JSON
-// object fails the test.
+// Records decodes the buffer's JSON lines (see Parse).
 func (b *Buffer) Records(t testing.TB) []Record {
 	t.Helper()
+	return Parse(t, b.Bytes())
+}
+
+// Parse decodes JSON lines (a log file, a command's output); a line that
+// is not a JSON object fails the test: a log line cut in two, or mixed
+// with other output, is a bug.
+func Parse(t testing.TB, lines []byte) []Record {
+	t.Helper()
 	var recs []Record
-	for _, line := range bytes.Split(b.Bytes(), []byte("\n")) {
+	for _, line := range bytes.Split(lines, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
