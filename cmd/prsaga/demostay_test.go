@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 )
 
 // `make demo` printed a dashboard URL that was dead once it exited: the
@@ -17,7 +19,7 @@ func TestDemoStay(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb syncBuffer
+	var out, errb logtest.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"demo", "--stay"}, func(string) string { return "" }, &out, &errb) }()
 	url := regexp.MustCompile(`dashboard: (http://\S+/) — up until Ctrl-C`)

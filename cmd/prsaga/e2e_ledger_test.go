@@ -21,6 +21,8 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/gittest"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/runner"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/ledger"
@@ -161,7 +163,7 @@ func TestEndToEndIndexFailsThenRetryMerges(t *testing.T) {
 	if !retried {
 		t.Fatalf("history lacks the retry by local: %+v", s.Transitions)
 	}
-	commits := git(t, bare, "log", "--format=%H", "--grep", "Prsaga-PR: "+pr, "main")
+	commits := gittest.Run(t, bare, "log", "--format=%H", "--grep", "Prsaga-PR: "+pr, "main")
 	if strings.Count(commits, "\n") != 0 || commits != s.MergeSHA {
 		t.Fatalf("commits with the PR's trailer on main: %q, want exactly the merge %s", commits, s.MergeSHA)
 	}
@@ -222,7 +224,7 @@ func TestEndToEndTwoLedgersApplyTheSameEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	var logs syncBuffer
+	var logs logtest.Buffer
 	second, err := ledgerserver.New(ledgerserver.Options{DB: db, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -340,21 +342,4 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"net"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/config"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/step"
 )
 
@@ -50,36 +50,16 @@ func startStack(t *testing.T, cfg config.Config) *stack.Stack {
 	return st
 }
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // makeRepo creates <repos>/<repo>.git with main (one commit) and a branch
 // with one more commit on top; it returns the bare dir and the branch head.
 func makeRepo(t *testing.T, reposDir, repo, branch string) (bare, head string) {
 	t.Helper()
-	bare = filepath.Join(reposDir, filepath.FromSlash(repo)+".git")
-	git(t, "", "init", "-q", "--bare", "-b", "main", bare)
-	work := t.TempDir()
-	git(t, work, "init", "-q", "-b", "main")
-	git(t, work, "commit", "-q", "--allow-empty", "-m", "initial")
-	git(t, work, "checkout", "-q", "-b", branch)
-	if err := exec.Command("sh", "-c", "echo hello > "+filepath.Join(work, "hello.txt")).Run(); err != nil {
-		t.Fatal(err)
-	}
-	git(t, work, "add", "hello.txt")
-	git(t, work, "commit", "-q", "-m", "add hello")
-	git(t, work, "push", "-q", bare, "main", branch)
-	return bare, git(t, work, "rev-parse", "HEAD")
+	now := time.Now()
+	r := gittest.NewBare(t, reposDir, repo,
+		gittest.Commit{Name: "initial", Branch: "main", Message: "initial\n", At: now},
+		gittest.Commit{Name: "hello", Branch: branch, Parents: []string{"initial"}, Message: "add hello\n", At: now,
+			Files: map[string]string{"hello.txt": "hello\n"}})
+	return r.Dir, r.SHA["hello"]
 }
 
 func request(repo string, n int, branch, head string) contracts.Request {
@@ -132,12 +112,12 @@ func TestEndToEndMerged(t *testing.T) {
 			t.Errorf("transition %d: got to %s inferred=%v, want %s", i, tr.ToState, tr.Inferred, want[i])
 		}
 	}
-	mainHead := git(t, bare, "rev-parse", "main")
+	mainHead := gittest.Run(t, bare, "rev-parse", "main")
 	if mainHead != s.MergeSHA {
 		t.Errorf("main is %s, saga says merge sha %s", mainHead, s.MergeSHA)
 	}
-	git(t, bare, "merge-base", "--is-ancestor", head, "main") // fails the test if not contained
-	if got := git(t, bare, "log", "--format=%H", "--grep", "Prsaga-PR: acme/widgets#42", "main"); strings.Count(got, "\n")+1 != 1 || got == "" {
+	gittest.Run(t, bare, "merge-base", "--is-ancestor", head, "main") // fails the test if not contained
+	if got := gittest.Run(t, bare, "log", "--format=%H", "--grep", "Prsaga-PR: acme/widgets#42", "main"); strings.Count(got, "\n")+1 != 1 || got == "" {
 		t.Errorf("want exactly one commit with the PR's trailer on main, got %q", got)
 	}
 }
@@ -145,7 +125,7 @@ func TestEndToEndMerged(t *testing.T) {
 func TestEndToEndChecksFailed(t *testing.T) {
 	cfg := testConfig(t)
 	bare, head := makeRepo(t, cfg.ReposDir, "acme/widgets", "feature/broken")
-	before := git(t, bare, "rev-parse", "main")
+	before := gittest.Run(t, bare, "rev-parse", "main")
 	st := startStack(t, cfg)
 	c := client.New(st.URL, "")
 	ctx := context.Background()
@@ -164,7 +144,7 @@ func TestEndToEndChecksFailed(t *testing.T) {
 	if !strings.Contains(s.LastError, contracts.CodeChecksFailed) {
 		t.Errorf("last error %q does not name %s", s.LastError, contracts.CodeChecksFailed)
 	}
-	if after := git(t, bare, "rev-parse", "main"); after != before {
+	if after := gittest.Run(t, bare, "rev-parse", "main"); after != before {
 		t.Errorf("main moved from %s to %s", before, after)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
+	"github.com/prsaga/prsaga/platform/gittest"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 )
 
 // What a new user types in the first hour, and what they see.
@@ -116,7 +118,7 @@ func TestDevRecordsWhereItListens(t *testing.T) {
 	env := map[string]string{"PRSAGA_DATA_DIR": dir}
 	getenv := func(k string) string { return env[k] }
 	ctx, cancel := context.WithCancel(context.Background())
-	var devOut, devErr syncBuffer
+	var devOut, devErr logtest.Buffer
 	done := make(chan int, 2)
 	go func() {
 		code := run(ctx, []string{"dev", "--quiet", "--http", httpAddr, "--nats-listen", natsAddr, "--backoff", "50ms,200ms"}, getenv, &devOut, &devErr)
@@ -200,13 +202,13 @@ func TestDevRecordsWhereItListens(t *testing.T) {
 	// main moves on: a fast-forward of the old head is refused, not
 	// retryable; status suggests what retry accepts.
 	work := t.TempDir()
-	git(t, work, "clone", "-q", bare, ".")
-	git(t, work, "checkout", "-q", "-b", "feature/ff")
-	git(t, work, "commit", "-q", "--allow-empty", "-m", "on the branch")
-	ffHead := git(t, work, "rev-parse", "HEAD")
-	git(t, work, "checkout", "-q", "main")
-	git(t, work, "commit", "-q", "--allow-empty", "-m", "moves main")
-	git(t, work, "push", "-q", "origin", "main", "feature/ff")
+	gittest.Run(t, work, "clone", "-q", bare, ".")
+	gittest.Run(t, work, "checkout", "-q", "-b", "feature/ff")
+	gittest.Run(t, work, "commit", "-q", "--allow-empty", "-m", "on the branch")
+	ffHead := gittest.Run(t, work, "rev-parse", "HEAD")
+	gittest.Run(t, work, "checkout", "-q", "main")
+	gittest.Run(t, work, "commit", "-q", "--allow-empty", "-m", "moves main")
+	gittest.Run(t, work, "push", "-q", "origin", "main", "feature/ff")
 	if err := c.PostStatus(bg, "acme/widgets", ffHead, "ci", "success"); err != nil {
 		t.Fatal(err)
 	}

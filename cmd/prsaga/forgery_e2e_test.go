@@ -15,6 +15,7 @@ import (
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/gittest"
 )
 
 // TestForgedTrailerEndToEnd is the attack of issue 14 through a real
@@ -102,14 +103,14 @@ func TestForgedTrailerEndToEnd(t *testing.T) {
 			if s42.State != "MERGED" {
 				t.Fatalf("PR 42: %s (%s), want MERGED", s42.State, s42.LastError)
 			}
-			forged := git(t, bare, "log", "--format=%H", "--grep", "^Prsaga-PR: "+c.repo+"#43$", "main")
+			forged := gittest.Run(t, bare, "log", "--format=%H", "--grep", "^Prsaga-PR: "+c.repo+"#43$", "main")
 			if (forged != "") != c.trailerOnMain {
 				t.Fatalf("forged trailer on main: %q; want it there %v (else the test tests nothing)", forged, c.trailerOnMain)
 			}
 
-			before := git(t, bare, "rev-parse", "main")
+			before := gittest.Run(t, bare, "rev-parse", "main")
 			s43 := mergeAndWait(ctx, t, api, c.repo, 43, "pr43", c.head43, c.strategy43)
-			main := git(t, bare, "rev-parse", "main")
+			main := gittest.Run(t, bare, "rev-parse", "main")
 			if s43.State != "MERGED" || s43.MergeSHA != main || main == before {
 				t.Errorf("PR 43: %s merge_sha %s (%s); main %s, was %s: want MERGED by a new commit on main",
 					s43.State, s43.MergeSHA, s43.LastError, main, before)
@@ -130,29 +131,28 @@ func TestForgedTrailerEndToEnd(t *testing.T) {
 // from main's first commit. It returns the two heads.
 func forgedRepo(t *testing.T, reposDir, repo string) (head42, head43 string) {
 	t.Helper()
-	bare := filepath.Join(reposDir, filepath.FromSlash(repo)+".git")
-	git(t, "", "init", "-q", "--bare", "-b", "main", bare)
+	bare := gittest.NewBare(t, reposDir, repo).Dir
 	work := t.TempDir()
 	write := func(name, content string) {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		git(t, work, "add", name)
+		gittest.Run(t, work, "add", name)
 	}
-	git(t, work, "init", "-q", "-b", "main")
+	gittest.Run(t, work, "init", "-q", "-b", "main")
 	write("README", "readme\n")
-	git(t, work, "commit", "-q", "-m", "initial")
-	git(t, work, "checkout", "-q", "-b", "pr42")
+	gittest.Run(t, work, "commit", "-q", "-m", "initial")
+	gittest.Run(t, work, "checkout", "-q", "-b", "pr42")
 	write("pr42.txt", "42\n")
-	git(t, work, "commit", "-q", "-m", "Add pr42.txt", "-m", "Prsaga-PR: "+repo+"#43")
-	if msg := git(t, work, "log", "-1", "--format=%(trailers:key=Prsaga-PR,valueonly)"); msg != repo+"#43" {
+	gittest.Run(t, work, "commit", "-q", "-m", "Add pr42.txt", "-m", "Prsaga-PR: "+repo+"#43")
+	if msg := gittest.Run(t, work, "log", "-1", "--format=%(trailers:key=Prsaga-PR,valueonly)"); msg != repo+"#43" {
 		t.Fatalf("git reads the forged commit's trailer as %q", msg)
 	}
-	git(t, work, "checkout", "-q", "-b", "pr43", "main")
+	gittest.Run(t, work, "checkout", "-q", "-b", "pr43", "main")
 	write("pr43.txt", "43\n")
-	git(t, work, "commit", "-q", "-m", "Add pr43.txt")
-	git(t, work, "push", "-q", bare, "main", "pr42", "pr43")
-	return git(t, work, "rev-parse", "pr42"), git(t, work, "rev-parse", "pr43")
+	gittest.Run(t, work, "commit", "-q", "-m", "Add pr43.txt")
+	gittest.Run(t, work, "push", "-q", bare, "main", "pr42", "pr43")
+	return gittest.Run(t, work, "rev-parse", "pr42"), gittest.Run(t, work, "rev-parse", "pr43")
 }
 
 // mergeAndWait requests PR n's merge and waits for its run to end.

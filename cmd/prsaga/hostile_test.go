@@ -17,6 +17,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/dlq"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/step"
 )
 
@@ -333,7 +334,7 @@ func TestHostileInput(t *testing.T) {
 		t.Fatalf("publish past the dedupe window: %+v %v", ack, err)
 	}
 	waitSettled(t, ctx, st.Bus)
-	commits := git(t, bare, "log", "--format=%H %s", "--grep", "Prsaga-PR:", "main")
+	commits := gittest.Run(t, bare, "log", "--format=%H %s", "--grep", "Prsaga-PR:", "main")
 	if strings.Count(commits, "\n") != 0 || !strings.HasPrefix(commits, s.MergeSHA) {
 		t.Errorf("PR commits on main: %q, want exactly the merge of #42", commits)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/step"
 )
@@ -371,7 +372,7 @@ func TestObservabilityTraceFollowsARun(t *testing.T) {
 	}
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut logtest.Buffer
 	var code int
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 )
 
 // deploy/ydb/schema.yql is what `prsaga schema --store ydb` prints: a
@@ -64,7 +66,7 @@ func TestSchemaFlags(t *testing.T) {
 func TestNATSCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr logtest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"nats", "--nats-listen", "127.0.0.1:0", "--data", t.TempDir()}, func(string) string { return "" }, &stdout, &stderr)

@@ -1,36 +1,17 @@
 package bus_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/natsembed"
 )
-
-// syncBuffer is a log sink the test reads while Await writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A service started before its NATS server connects anyway, waits for
 // JetStream (logging it), and creates its streams once the server is up.
@@ -52,7 +33,7 @@ func TestAwaitWaitsForALateServer(t *testing.T) {
 		t.Fatalf("Connect with WaitForServer: %v", err)
 	}
 	defer b.Close()
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	done := make(chan error, 1)
 	go func() { done <- b.Await(ctx, log, "streams", b.EnsureStreams) }()

@@ -2,7 +2,6 @@ package logging_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,25 +12,8 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/logging"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes below.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
 
 func envelope(t *testing.T) contracts.Envelope {
 	t.Helper()
@@ -50,25 +32,9 @@ func envelope(t *testing.T) contracts.Envelope {
 	return env
 }
 
-func lines(t *testing.T, b []byte) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("line %q is not JSON: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 func TestLoggerWritesJSONLinesToStdoutAndFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "logs") // created by New
-	var stdout syncBuffer
+	var stdout logtest.Buffer
 	log, closer, err := logging.New(logging.Config{Service: "merger", Level: slog.LevelInfo, Dir: dir, Stdout: &stdout})
 	if err != nil {
 		t.Fatalf("new logger: %v", err)
@@ -87,7 +53,7 @@ func TestLoggerWritesJSONLinesToStdoutAndFile(t *testing.T) {
 	if !bytes.Equal(file, stdout.Bytes()) {
 		t.Errorf("file and stdout differ:\nfile:   %s\nstdout: %s", file, stdout.Bytes())
 	}
-	got := lines(t, file)
+	got := logtest.Parse(t, file)
 	if len(got) != 2 {
 		t.Fatalf("lines: got %d, want 2 (debug filtered out):\n%s", len(got), file)
 	}
@@ -137,7 +103,7 @@ func TestLoggerAppendsAndKeepsLinesWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(lines(t, file)); got != 2*8*25 {
+	if got := len(logtest.Parse(t, file)); got != 2*8*25 {
 		t.Errorf("lines: got %d, want %d", got, 2*8*25)
 	}
 }

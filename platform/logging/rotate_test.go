@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/platform/logging"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 )
 
 // A file that reaches MaxSizeMB is renamed to <service>-<time>.jsonl and a
@@ -59,7 +60,7 @@ func TestLogFileRotatesBySize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range lines(t, b) { // fails on a line cut in two
+		for _, m := range logtest.Parse(t, b) { // fails on a line cut in two
 			seen[m["i"].(float64)] = true
 		}
 	}
@@ -86,7 +87,7 @@ func TestNewRefusesAServiceNameThatIsAPath(t *testing.T) {
 
 // A handler's lines carry the trace and span of the event's traceparent.
 func TestForEventAddsTheTraceOfTheEvent(t *testing.T) {
-	var out syncBuffer
+	var out logtest.Buffer
 	log, _, err := logging.New(logging.Config{Service: "merger", Stdout: &out})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestForEventAddsTheTraceOfTheEvent(t *testing.T) {
 	logging.ForEvent(log, env).Info("no trace")
 	env.Meta.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	logging.ForEvent(log, env).Info("traced")
-	got := lines(t, out.Bytes())
+	got := logtest.Parse(t, out.Bytes())
 	if _, ok := got[0]["trace_id"]; ok {
 		t.Errorf("line without traceparent has trace_id %v", got[0]["trace_id"])
 	}

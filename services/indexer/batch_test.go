@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
+	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/indexer"
 )
 
@@ -89,18 +89,11 @@ func answerOf(t *testing.T, c step.Commit) contracts.Envelope {
 	if err := db.Update(context.Background(), func(tx store.Tx) error { return c(tx) }); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.Unsent(context.Background(), 10)
-	if err != nil || len(rows) != 1 {
-		t.Fatalf("outbox = %d rows, %v; want the one answer", len(rows), err)
+	evs := emitted.Read(t, db)
+	if len(evs) != 1 {
+		t.Fatalf("outbox = %d rows; want the one answer", len(evs))
 	}
-	e, err := bus.Decode(rows[0].Header, rows[0].Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := contracts.Open(e)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := evs[0].Env
 	if err := env.ValidatePayload(); err != nil {
 		t.Errorf("answer does not validate: %v", err)
 	}

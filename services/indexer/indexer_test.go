@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/indexer"
 )
 
@@ -90,18 +90,11 @@ func handle(t *testing.T, x *indexer.Indexer, ctx context.Context) (*contracts.E
 	if err := db.Update(context.Background(), func(tx store.Tx) error { return commit(tx) }); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.Unsent(context.Background(), 10)
-	if err != nil || len(rows) != 1 {
-		t.Fatalf("outbox = %d rows, %v; want the one answer", len(rows), err)
+	evs := emitted.Read(t, db)
+	if len(evs) != 1 {
+		t.Fatalf("outbox = %d rows; want the one answer", len(evs))
 	}
-	e, err := bus.Decode(rows[0].Header, rows[0].Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := contracts.Open(e)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, e := evs[0].Env, evs[0].Env.Event
 	if err := env.ValidatePayload(); err != nil {
 		t.Errorf("answer does not validate: %v", err)
 	}

@@ -1,13 +1,10 @@
 package ledger_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,11 +12,12 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/logging"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
+	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
@@ -122,14 +120,14 @@ type fixture struct {
 	db    *psqlite.DB
 	store *ledgersqlite.Store
 	proj  *ledger.Projector
-	logs  *syncBuffer
+	logs  *logtest.Buffer
 	log   *slog.Logger
 }
 
 func newFixture(t testing.TB) *fixture {
 	db := sqlitetest.Open(t, ledgersqlite.Migrations)
 	c := &clock{}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	return &fixture{
 		t: t, db: db, store: ledgersqlite.NewStore(db),
 		proj: &ledger.Projector{Now: c.Now},
@@ -181,27 +179,15 @@ func (f *fixture) events(pr string) []ledger.Event {
 // announced decodes the state_changed events waiting in the outbox.
 func (f *fixture) announced() []contracts.Envelope {
 	f.t.Helper()
-	rows, err := f.db.Unsent(context.Background(), 10000)
-	if err != nil {
-		f.t.Fatalf("outbox: %v", err)
-	}
 	var out []contracts.Envelope
-	for _, row := range rows {
-		if row.Subject != contracts.SubjectStateChanged {
-			f.t.Fatalf("outbox row on %s, want only %s", row.Subject, contracts.SubjectStateChanged)
+	for _, ev := range emitted.Read(f.t, f.db) {
+		if ev.Row.Subject != contracts.SubjectStateChanged {
+			f.t.Fatalf("outbox row on %s, want only %s", ev.Row.Subject, contracts.SubjectStateChanged)
 		}
-		e, err := bus.Decode(row.Header, row.Body)
-		if err != nil {
-			f.t.Fatalf("decode outbox row %s: %v", row.ID, err)
+		if err := ev.Env.ValidatePayload(); err != nil {
+			f.t.Fatalf("outbox row %s payload: %v", ev.Row.ID, err)
 		}
-		en, err := contracts.Open(e)
-		if err != nil {
-			f.t.Fatalf("open outbox row %s: %v", row.ID, err)
-		}
-		if err := en.ValidatePayload(); err != nil {
-			f.t.Fatalf("outbox row %s payload: %v", row.ID, err)
-		}
-		out = append(out, en)
+		out = append(out, ev.Env)
 	}
 	return out
 }
@@ -220,23 +206,3 @@ func path(ts []ledger.Transition) string {
 	}
 	return b.String()
 }
-
-// syncBuffer is a log sink safe for the writers of several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-var _ io.Writer = (*syncBuffer)(nil)

@@ -395,16 +395,7 @@ func TestProjectLogsOneLinePerTransition(t *testing.T) {
 	f.project(r.merged()) // VALIDATING>MERGING inferred, MERGING>NOTIFYING
 	f.project(r.failed(contracts.StateNotifying, contracts.ServiceNotifier, contracts.CodeWebhookFailed))
 
-	var lines []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(f.logs.String()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("log line %q: %v", l, err)
-		}
-		if m["msg"] == "saga_transition" {
-			lines = append(lines, m)
-		}
-	}
+	lines := f.logs.Find(t, "saga_transition")
 	if len(lines) != 4 {
 		t.Fatalf("%d saga_transition lines, want 4:\n%s", len(lines), f.logs.String())
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/step"
+	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
@@ -34,22 +34,7 @@ func (f *fixture) retry(req ledger.RetryRequest) ledger.RetryAnswer {
 // outboxOf decodes every unsent outbox row on subject.
 func (f *fixture) outboxOf(db *psqlite.DB, subject string) []contracts.Envelope {
 	f.t.Helper()
-	rows, err := db.Unsent(context.Background(), 10000)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var out []contracts.Envelope
-	for _, row := range rows {
-		if row.Subject != subject {
-			continue
-		}
-		e, err := bus.Decode(row.Header, row.Body)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		out = append(out, env(f.t, e))
-	}
-	return out
+	return emitted.On(f.t, db, subject)
 }
 
 func TestRetryReplaysTheFailedStepsTrigger(t *testing.T) {

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	pstore "github.com/prsaga/prsaga/platform/store"
+	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/notifier"
 )
 
@@ -112,14 +112,11 @@ func TestOnMergedSendsOnlyWhatIsMissing(t *testing.T) {
 	if err := db.Update(t.Context(), func(tx pstore.Tx) error { return commit(tx) }); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.Unsent(t.Context(), 10)
-	if err != nil || len(rows) != 1 {
-		t.Fatalf("outbox: %d rows, %v", len(rows), err)
+	evs := emitted.Read(t, db)
+	if len(evs) != 1 {
+		t.Fatalf("outbox: %d rows, want 1", len(evs))
 	}
-	e, err := bus.Decode(rows[0].Header, rows[0].Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := evs[0].Env.Event
 	var f contracts.StepFailed
 	if err := contracts.Decode(e, &f); err != nil || f.Code != contracts.CodeWebhookFailed {
 		t.Fatalf("answer %s %+v, %v; want step_failed webhook_failed", e.Type(), f, err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/repopath"
 	"github.com/prsaga/prsaga/services/indexer"
 )
 
@@ -31,7 +30,7 @@ const (
 // repositories it read open, and the commits it decoded, for the next calls
 // (see repos.go); it is safe for concurrent use.
 type Reader struct {
-	root    string
+	root    repopath.Root
 	commits *commits
 
 	mu    sync.Mutex // guards repos and clock
@@ -44,11 +43,7 @@ var _ indexer.History = (*Reader)(nil)
 // New returns a reader of the repositories under reposDir. The directory
 // need not exist yet: until it does, every repository is missing.
 func New(reposDir string) (*Reader, error) {
-	abs, err := filepath.Abs(reposDir)
-	if err != nil {
-		return nil, fmt.Errorf("repos dir %q: %w", reposDir, err)
-	}
-	return &Reader{root: abs, commits: newCommits(commitBudget), repos: map[string]*repo{}}, nil
+	return &Reader{root: repopath.New(reposDir), commits: newCommits(commitBudget), repos: map[string]*repo{}}, nil
 }
 
 // Merged returns the messages of the commits merge commit mergeSHA brought
@@ -125,68 +120,14 @@ func (r *Reader) MergedSince(ctx context.Context, repo, mergeSHA, baseSHA string
 }
 
 // path validates a repository id and maps it to its bare repository under
-// the root, refusing anything that would leave it — also through a
-// symbolic link. A missing repository matches indexer.ErrNotFound.
+// the root (platform/repopath refuses anything that would leave it — also
+// through a symbolic link). A missing repository matches indexer.ErrNotFound.
 func (r *Reader) path(repo string) (string, error) {
-	if err := contracts.ValidateRepo(repo); err != nil {
-		return "", err
+	dir, err := r.root.Resolve(repo)
+	if errors.Is(err, repopath.ErrNotFound) {
+		return "", fmt.Errorf("%w: %w", indexer.ErrNotFound, err)
 	}
-	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || !plainElem(owner) || !plainElem(name) {
-		return "", fmt.Errorf("repo %q is not owner/name", repo)
-	}
-	dir := filepath.Join(r.root, owner, name+".git")
-	if filepath.Dir(filepath.Dir(dir)) != r.root {
-		return "", fmt.Errorf("repo %q escapes the repos dir", repo)
-	}
-	root, err := filepath.EvalSymlinks(r.root)
-	if err != nil {
-		return "", fmt.Errorf("repository %s: %w (repos dir: %v)", repo, indexer.ErrNotFound, err)
-	}
-	real, err := filepath.EvalSymlinks(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("repository %s: %w", repo, indexer.ErrNotFound)
-	}
-	if err != nil {
-		return "", fmt.Errorf("repository %s: %w", repo, err)
-	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("repository %s resolves outside the repos dir", repo)
-	}
-	if !isBareRepo(real) {
-		return "", fmt.Errorf("repository %s: %w (no bare repository there)", repo, indexer.ErrNotFound)
-	}
-	return real, nil
-}
-
-// plainElem is one path element of [A-Za-z0-9._-], not "." and without "..".
-func plainElem(s string) bool {
-	if s == "" || s == "." || strings.Contains(s, "..") {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// isBareRepo reports whether dir looks like a git directory the way git
-// decides it: HEAD, objects/ and refs/.
-func isBareRepo(dir string) bool {
-	head, err := os.Stat(filepath.Join(dir, "HEAD"))
-	if err != nil || head.IsDir() {
-		return false
-	}
-	for _, sub := range []string{"objects", "refs"} {
-		fi, err := os.Stat(filepath.Join(dir, sub))
-		if err != nil || !fi.IsDir() {
-			return false
-		}
-	}
-	return true
+	return dir, err
 }
 
 // cut bounds a message to MaxMessageBytes of valid UTF-8.

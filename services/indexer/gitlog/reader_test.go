@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/services/indexer"
 	"github.com/prsaga/prsaga/services/indexer/gitlog"
-	"github.com/prsaga/prsaga/services/indexer/internal/gittest"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)

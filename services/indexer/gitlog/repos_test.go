@@ -11,7 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/prsaga/prsaga/services/indexer/internal/gittest"
+	"github.com/prsaga/prsaga/platform/gittest"
 )
 
 // The decoded commits stay within two generations of the budget, keep what

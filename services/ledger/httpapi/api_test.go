@@ -24,6 +24,7 @@ import (
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
+	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/httpapi"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
@@ -326,27 +327,16 @@ func TestStats(t *testing.T) {
 // outbox returns the requested events the API committed.
 func (f *fixture) outbox() []contracts.Envelope {
 	f.t.Helper()
-	rows, err := f.db.Unsent(context.Background(), 100)
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	var out []contracts.Envelope
-	for _, r := range rows {
+	for _, ev := range emitted.Read(f.t, f.db) {
+		r := ev.Row
 		if msgID := bus.RowMsg(r).Header.Get(bus.HeaderMsgID); r.Subject != contracts.SubjectMergeRequested || msgID != r.ID {
 			f.t.Fatalf("outbox row %s on %s with Nats-Msg-Id %q", r.ID, r.Subject, msgID)
 		}
-		e, err := bus.Decode(r.Header, r.Body)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		en, err := contracts.Open(e)
-		if err != nil {
-			f.t.Fatalf("outbox event does not open: %v", err)
-		}
-		if err := en.ValidatePayload(); err != nil {
+		if err := ev.Env.ValidatePayload(); err != nil {
 			f.t.Fatalf("outbox event payload: %v", err)
 		}
-		out = append(out, en)
+		out = append(out, ev.Env)
 	}
 	return out
 }

@@ -17,10 +17,10 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
+	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/httpapi"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
@@ -87,16 +87,13 @@ func newFuzzLedger(f *testing.F) *fuzzLedger {
 	return l
 }
 
-// drainOutbox marks every outbox row sent and returns them.
-func (l *fuzzLedger) drainOutbox(tb testing.TB) []psqlite.OutboxRow {
+// drainOutbox marks every outbox row sent and returns them, opened.
+func (l *fuzzLedger) drainOutbox(tb testing.TB) []emitted.Event {
 	tb.Helper()
-	rows, err := l.db.Unsent(context.Background(), 1000)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	rows := emitted.Read(tb, l.db)
 	ids := make([]string, len(rows))
 	for i, r := range rows {
-		ids[i] = r.ID
+		ids[i] = r.Row.ID
 	}
 	if err := l.db.MarkSent(context.Background(), ids); err != nil {
 		tb.Fatal(err)
@@ -210,15 +207,8 @@ func FuzzMergeRequest(f *testing.F) {
 		if len(rows) != 1 {
 			t.Fatalf("an accepted request left %d outbox rows, want 1", len(rows))
 		}
-		ev, err := bus.Decode(rows[0].Header, rows[0].Body)
-		if err != nil {
-			t.Fatalf("the accepted request's event does not decode: %v", err)
-		}
-		env, err := contracts.Open(ev)
-		if err == nil {
-			err = env.ValidatePayload()
-		}
-		if err != nil {
+		env, ev := rows[0].Env, rows[0].Env.Event
+		if err := env.ValidatePayload(); err != nil {
 			t.Fatalf("the accepted request's event is refused by consumers: %v", err)
 		}
 		if ev.Type() != contracts.TypeMergeRequested || out["event_id"] != ev.ID() || out["correlation_id"] != env.Meta.CorrelationID || out["pr_id"] != ev.Subject() {
@@ -320,14 +310,7 @@ func FuzzRetryRequest(f *testing.F) {
 		}
 		var replays int
 		for _, row := range rows {
-			ev, err := bus.Decode(row.Header, row.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			env, err := contracts.Open(ev)
-			if err != nil {
-				t.Fatalf("the replay is refused by consumers: %v", err)
-			}
+			env, ev := row.Env, row.Env.Event
 			if ev.Type() == contracts.TypeMergeRequested {
 				replays++
 				if ev.Source() != contracts.SourceLedger || env.Meta.ReplayOf == "" {
@@ -432,7 +415,7 @@ func FuzzDashboardRetryForm(f *testing.F) {
 		}
 		replays := 0
 		for _, row := range l.drainOutbox(t) {
-			if strings.Contains(row.Subject, "requested") || strings.Contains(row.Subject, "validated") {
+			if strings.Contains(row.Row.Subject, "requested") || strings.Contains(row.Row.Subject, "validated") {
 				replays++
 			}
 		}

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -11,8 +10,8 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/httpx"
+	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
@@ -316,24 +315,5 @@ func TestTimelineSaysWhereTheCodeIs(t *testing.T) {
 // replays returns the requested events in the outbox (retries of VALIDATING).
 func (f *fixture) replays() []contracts.Envelope {
 	f.t.Helper()
-	rows, err := f.db.Unsent(context.Background(), 100)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var out []contracts.Envelope
-	for _, r := range rows {
-		if r.Subject != contracts.SubjectMergeRequested {
-			continue
-		}
-		e, err := bus.Decode(r.Header, r.Body)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		en, err := contracts.Open(e)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		out = append(out, en)
-	}
-	return out
+	return emitted.On(f.t, f.db, contracts.SubjectMergeRequested)
 }

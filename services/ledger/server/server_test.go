@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
@@ -30,28 +30,11 @@ import (
 
 const headSHA = "1111111111111111111111111111111111111111"
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type component struct {
 	t    *testing.T
 	bus  *bus.Bus
 	http *httptest.Server
-	logs *syncBuffer
+	logs *logtest.Buffer
 }
 
 func start(t *testing.T) *component {
@@ -65,7 +48,7 @@ func start(t *testing.T) *component {
 		spec.Consumers[0].Spec.Durable != contracts.ConsumerLedger {
 		t.Fatalf("spec = %+v: want service ledger, one never-giving-up ledger consumer", spec)
 	}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil)).With("service", "ledger")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
@@ -35,7 +36,7 @@ var fastWatchdog = ledger.WatchdogConfig{Interval: tick, Batch: 100, Timeouts: l
 
 // startLedger runs one ledger instance (consumer, relay, watchdog, HTTP)
 // over the database file at path, on b.
-func startLedger(t *testing.T, b *bus.Bus, path string, logs *syncBuffer) *component {
+func startLedger(t *testing.T, b *bus.Bus, path string, logs *logtest.Buffer) *component {
 	t.Helper()
 	db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, server.Migrations)
 	if err != nil {
@@ -70,7 +71,7 @@ func startLedger(t *testing.T, b *bus.Bus, path string, logs *syncBuffer) *compo
 // with a timed_out event on the bus; its late success then heals the saga.
 func TestWatchdogFailsAStepThatNeverAnswers(t *testing.T) {
 	_, b := natstest.Start(t, bus.Config{AckWait: 5 * time.Second})
-	c := startLedger(t, b, filepath.Join(t.TempDir(), "ledger.sqlite"), &syncBuffer{})
+	c := startLedger(t, b, filepath.Join(t.TempDir(), "ledger.sqlite"), &logtest.Buffer{})
 	const pr = "acme/widgets#9"
 	r := request(pr)
 	req, err := contracts.NewRequested(step.NewID(), "https://forge.test", time.Now(), r, "")
@@ -123,7 +124,7 @@ func TestWatchdogFailsAStepThatNeverAnswers(t *testing.T) {
 func TestWatchdogTwoLedgersOneTimeoutPerRow(t *testing.T) {
 	_, b := natstest.Start(t, bus.Config{AckWait: 5 * time.Second})
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	a := startLedger(t, b, path, logs)
 	startLedger(t, b, path, logs)
 	const n = 12

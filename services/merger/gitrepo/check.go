@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/prsaga/prsaga/platform/repopath"
 )
 
 // Checker replays merges of any repository in memory, for `prsaga
@@ -33,7 +35,7 @@ func OpenChecker(dir string) (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !isBareRepo(abs) {
+	if !repopath.IsBare(abs) {
 		return nil, fmt.Errorf("open %s: %w (not a git directory)", dir, ErrRepoNotFound)
 	}
 	rs := &Repos{root: filepath.Dir(abs), repos: map[string]*Repo{}, cache: newObjectCache(DefaultCacheBytes), graphLimit: maxGraphNodesTotal}

@@ -1,10 +1,10 @@
 package gitrepo
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -13,8 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
-	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/fault"
+	"github.com/prsaga/prsaga/platform/repopath"
 )
 
 // Repos gives access to the bare repositories under one root directory,
@@ -30,6 +30,7 @@ import (
 // moved with git's lockfile protocol and pack indexes are re-read per call.
 type Repos struct {
 	root    string
+	paths   repopath.Root // root, where ids become paths
 	durable durability
 
 	cache *objectCache // shared by all its repositories (cache.go)
@@ -69,7 +70,7 @@ func NewReposWithOptions(root string, opts Options) (*Repos, error) {
 		budget = DefaultCacheBytes
 	}
 	return &Repos{
-		root: abs, repos: map[string]*Repo{}, cache: newObjectCache(budget), graphLimit: maxGraphNodesTotal,
+		root: abs, paths: repopath.New(abs), repos: map[string]*Repo{}, cache: newObjectCache(budget), graphLimit: maxGraphNodesTotal,
 		durable: durability{sync: opts.Sync, onFsync: opts.OnFsync},
 	}, nil
 }
@@ -87,8 +88,13 @@ func (rs *Repos) Open(repo string) (*Repo, error) {
 		rs.noteUse(r)
 		return r, nil
 	}
-	if !isBareRepo(dir) {
-		return nil, fmt.Errorf("open %s: %w", repo, ErrRepoNotFound)
+	// Symbolic links are followed, but not out of the repos dir (the
+	// repository keeps its path under the root, as it is named).
+	if _, err := rs.paths.Resolve(repo); err != nil {
+		if errors.Is(err, repopath.ErrNotFound) {
+			return nil, fmt.Errorf("open %s: %w", repo, ErrRepoNotFound)
+		}
+		return nil, fmt.Errorf("open %s: %w", repo, err)
 	}
 	r := rs.newRepo(repo, dir)
 	rs.repos[repo] = r
@@ -148,51 +154,11 @@ func (rs *Repos) newRepo(repo, dir string) *Repo {
 }
 
 // path validates a repository id and maps it to its directory under the
-// root. The id rules are the contracts'; they are checked again here, at the
-// file-system boundary, independently of them: exactly two plain path
-// elements of [A-Za-z0-9._-] without "..", and a result directly inside
-// root/<owner>/.
+// root, without looking at the file system (platform/repopath).
 func (rs *Repos) path(repo string) (string, error) {
-	if err := contracts.ValidateRepo(repo); err != nil {
+	dir, err := rs.paths.Path(repo)
+	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	parts := strings.Split(repo, "/")
-	if len(parts) != 2 || !plainElem(parts[0]) || !plainElem(parts[1]) {
-		return "", invalidf("repo %q is not owner/name", repo)
-	}
-	dir := filepath.Join(rs.root, parts[0], parts[1]+".git")
-	if filepath.Dir(filepath.Dir(dir)) != rs.root {
-		return "", invalidf("repo %q escapes the repos dir", repo)
-	}
 	return dir, nil
-}
-
-func plainElem(s string) bool {
-	if s == "" || s == "." || strings.Contains(s, "..") {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// isBareRepo reports whether dir looks like a git directory the way git
-// itself decides it (HEAD, objects/ and refs/ present). A non-bare checkout
-// at the path is refused: its git directory would be dir/.git.
-func isBareRepo(dir string) bool {
-	head, err := os.Stat(filepath.Join(dir, "HEAD"))
-	if err != nil || head.IsDir() {
-		return false
-	}
-	for _, sub := range []string{"objects", "refs"} {
-		fi, err := os.Stat(filepath.Join(dir, sub))
-		if err != nil || !fi.IsDir() {
-			return false
-		}
-	}
-	return true
 }

@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/merger"
 )
@@ -18,32 +16,17 @@ import (
 // passed by the stack) makes the merger's merges fsync; without it they do
 // not.
 func TestSyncOptionReachesTheGitLayer(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
+	gittest.Need(t)
 	for _, sync_ := range []bool{true, false} {
 		t.Run(map[bool]string{true: "sync", false: "process"}[sync_], func(t *testing.T) {
 			root := t.TempDir()
-			bare := filepath.Join(root, "acme", "widgets.git")
-			git := func(stdin string, args ...string) string {
-				t.Helper()
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, "git", args...)
-				cmd.Env = append(os.Environ(), "HOME="+root, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-				cmd.Stdin = strings.NewReader(stdin)
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Fatalf("git %v: %v\n%s", args, err, out)
-				}
-				return strings.TrimSpace(string(out))
-			}
-			git("", "init", "-q", "--bare", "-b", "main", bare)
-			git("commit refs/heads/main\ncommitter C <c@example.com> 1735689600 +0000\ndata 2\nc\nM 100644 inline a.txt\ndata 2\na\n\n"+
+			repo := gittest.NewBare(t, root, "acme/widgets")
+			bare := repo.Dir
+			repo.GitInput("commit refs/heads/main\ncommitter C <c@example.com> 1735689600 +0000\ndata 2\nc\nM 100644 inline a.txt\ndata 2\na\n\n"+
 				"commit refs/heads/pr\ncommitter C <c@example.com> 1735689601 +0000\ndata 2\nc\nfrom refs/heads/main\nM 100644 inline b.txt\ndata 2\nb\n\n"+
 				"commit refs/heads/main\ncommitter C <c@example.com> 1735689602 +0000\ndata 2\nc\nM 100644 inline c.txt\ndata 2\nc\n\n",
-				"--git-dir="+bare, "fast-import", "--quiet")
-			head := git("", "--git-dir="+bare, "rev-parse", "pr")
+				"fast-import", "--quiet")
+			head := repo.Rev("pr")
 
 			var mu sync.Mutex
 			var fsynced []string
@@ -62,7 +45,7 @@ func TestSyncOptionReachesTheGitLayer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := git("", "--git-dir="+bare, "rev-parse", "main"); got != res.MergeSHA {
+			if got := repo.Rev("main"); got != res.MergeSHA {
 				t.Fatalf("main = %s, want the merge %s", got, res.MergeSHA)
 			}
 			commit := filepath.Join(bare, "objects", res.MergeSHA[:2], res.MergeSHA[2:])

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/natsembed"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
@@ -30,44 +28,22 @@ const wait = 90 * time.Second
 const testRepo = "acme/widgets"
 
 // gitRepo is the bare repository acme/widgets under a repos dir, driven
-// with the git command.
+// with the git command (platform/gittest).
 type gitRepo struct {
-	t    *testing.T
+	*gittest.Repo
 	root string // the repos dir
-	dir  string // the bare repository
-	env  []string
 }
 
 func newGitRepo(t *testing.T) *gitRepo {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
 	root := t.TempDir()
-	home := t.TempDir()
-	g := &gitRepo{t: t, root: root, dir: filepath.Join(root, "acme", "widgets.git"), env: append(os.Environ(),
-		"HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")}
-	g.run("", "init", "-q", "--bare", "-b", "main", g.dir)
-	return g
+	return &gitRepo{Repo: gittest.NewBare(t, root, testRepo), root: root}
 }
 
 // run runs git ("" stdin) in the bare repository and returns its trimmed output.
-func (g *gitRepo) run(stdin string, args ...string) string {
-	g.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir=" + g.dir}, args...)...)
-	cmd.Env = g.env
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		g.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+func (g *gitRepo) run(stdin string, args ...string) string { return g.GitInput(stdin, args...) }
 
-func (g *gitRepo) rev(r string) string { return g.run("", "rev-parse", "--verify", "-q", r) }
+func (g *gitRepo) rev(r string) string { return g.Rev(r) }
 
 // trailerCount counts main's commits with the trailer line of PR #n.
 func (g *gitRepo) trailerCount(n int) int {
@@ -104,7 +80,6 @@ func (im *importer) commit(branch, from string, files map[string]string) {
 }
 
 func (g *gitRepo) fastImport(im *importer) {
-	g.t.Helper()
 	g.run(im.b.String(), "fast-import", "--quiet")
 }
 

@@ -11,20 +11,21 @@ import (
 	"strings"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/repopath"
 	"github.com/prsaga/prsaga/services/validator"
 )
 
 // Heads reads refs/heads/<branch> of the bare repositories under a repos
 // dir. Safe for concurrent use; it holds no state but the directory's path.
 type Heads struct {
-	dir string
+	repos repopath.Root
 }
 
 var _ validator.Heads = (*Heads)(nil)
 
 // New returns a reader of the repositories under reposDir. The directory
 // need not exist yet: until it does, every repository is missing.
-func New(reposDir string) *Heads { return &Heads{dir: reposDir} }
+func New(reposDir string) *Heads { return &Heads{repos: repopath.New(reposDir)} }
 
 // maxSymrefDepth bounds chains of symbolic refs (git uses 5 as well).
 const maxSymrefDepth = 5
@@ -34,27 +35,27 @@ const maxSymrefDepth = 5
 // validator.ErrNotFound. repo and branch are validated again here, since
 // they become paths.
 func (h *Heads) Head(repo, branch string) (string, error) {
-	if err := contracts.ValidateRepo(repo); err != nil {
+	if err := repopath.Check(repo); err != nil {
 		return "", fmt.Errorf("read head: %w", err)
 	}
 	if err := contracts.ValidateBranch("branch", branch); err != nil {
 		return "", fmt.Errorf("read head: %w", err)
 	}
-	root, err := os.OpenRoot(h.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("repository %s: %w (no repos dir %s)", repo, validator.ErrNotFound, h.dir)
+	dir, err := h.repos.Resolve(repo)
+	if errors.Is(err, repopath.ErrNotFound) {
+		return "", fmt.Errorf("%w: %w", validator.ErrNotFound, err)
 	}
 	if err != nil {
-		return "", fmt.Errorf("open repos dir: %w", err)
+		return "", err
 	}
-	defer root.Close()
-	gitDir := repo + ".git"
-	if fi, err := root.Stat(path.Join(gitDir, "HEAD")); err != nil || !fi.Mode().IsRegular() {
-		if err == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || isNotDir(err) {
-			return "", fmt.Errorf("repository %s: %w", repo, validator.ErrNotFound)
-		}
+	// The refs are read through an os.Root of the repository: a ref file
+	// that is a link cannot lead out of it either.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
 		return "", fmt.Errorf("repository %s: %w", repo, err)
 	}
+	defer root.Close()
+	gitDir := "."
 	if _, err := root.Stat(path.Join(gitDir, "reftable")); err == nil {
 		return "", fmt.Errorf("repository %s uses the reftable ref format, which is not supported", repo)
 	}

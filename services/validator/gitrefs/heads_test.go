@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/services/validator"
 	"github.com/prsaga/prsaga/services/validator/gitrefs"
-	"github.com/prsaga/prsaga/services/validator/internal/gittest"
 )
 
 func TestHeadLooseAndPacked(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/service"
@@ -22,7 +23,6 @@ import (
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/validator"
-	"github.com/prsaga/prsaga/services/validator/internal/gittest"
 	"github.com/prsaga/prsaga/services/validator/server"
 	vsqlite "github.com/prsaga/prsaga/services/validator/sqlite"
 )
