@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -133,22 +134,18 @@ func TestMergeAttributeMatchesCheckAttr(t *testing.T) {
 		for k := 0; k+2 < len(fields); k += 3 {
 			want[fields[k]] = fields[k+2]
 		}
-		c, err := f.repo.commit(plumbing.NewHash(rev))
+		c, err := f.repo.store.Commit(plumbing.NewHash(rev))
 		if err != nil {
 			t.Fatal(err)
 		}
-		attrs, err := f.repo.newMergeAttributes(c.TreeHash)
+		attrs, err := f.repo.engine().MergeAttributes(c.TreeHash)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range paths {
-			st, err := attrs.merge(p)
+			got, err := attrs(p)
 			if err != nil {
 				t.Fatal(err)
-			}
-			got := map[attrKind]string{attrUnspecified: "unspecified", attrSet: "set", attrUnset: "unset"}[st.kind]
-			if st.kind == attrValue {
-				got = st.value
 			}
 			checked++
 			if got != want[p] {
@@ -246,7 +243,7 @@ func TestMergeHonoursMergeAttribute(t *testing.T) {
 				commitSpec{ref: "main", parents: []string{"main"}, files: with(base, map[string]file{"d/n.txt": reg(c.ours)})},
 			)
 			gitTree, gitClean := f.mergeTreeWithAttributes(shas["main"], shas["pr"])
-			res, err := f.repo.Merge(request("pr", "main", shas["pr"], StrategyMerge, 1))
+			res, err := f.repo.Merge(context.Background(), request("pr", "main", shas["pr"], StrategyMerge, 1))
 			reason, isConflict := IsConflict(err)
 			if err != nil && !isConflict {
 				t.Fatal(err)
@@ -294,21 +291,17 @@ func TestMergeAttributeLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := strings.Split(out, "\x00")[2]
-		c, err := f.repo.commit(plumbing.NewHash(rev))
+		c, err := f.repo.store.Commit(plumbing.NewHash(rev))
 		if err != nil {
 			t.Fatal(err)
 		}
-		attrs, err := f.repo.newMergeAttributes(c.TreeHash)
+		attrs, err := f.repo.engine().MergeAttributes(c.TreeHash)
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := attrs.merge("n.txt")
+		got, err := attrs("n.txt")
 		if err != nil {
 			t.Fatal(err)
-		}
-		got := "unspecified"
-		if st.kind == attrValue {
-			got = st.value
 		}
 		if got != want {
 			t.Errorf("a %d-byte line: merge %q, git check-attr %q", n, got, want)
@@ -316,8 +309,7 @@ func TestMergeAttributeLimits(t *testing.T) {
 	}
 
 	f.git("", "config", "merge.union.driver", "cat %A")
-	m := &treeMerge{r: f.repo, attrRoot: plumbing.NewHash(f.rev(shas["len2046"] + "^{tree}"))}
-	if _, why, err := m.mergeStyle("n.txt"); err != nil || !strings.Contains(why, `"union"`) {
+	if why, err := f.repo.engine().LineMergeRefusal(plumbing.NewHash(f.rev(shas["len2046"]+"^{tree}")), "n.txt"); err != nil || !strings.Contains(why, `"union"`) {
 		t.Errorf("merge=union with merge.union.driver configured: why %q, err %v; want a refusal naming the driver", why, err)
 	}
 }
@@ -355,7 +347,7 @@ func TestUnionMergeNeverWrong(t *testing.T) {
 	for i := range n {
 		pre := fmt.Sprintf("u%d-", i)
 		gitTree, gitClean := f.mergeTreeWithAttributes(shas[pre+"ours"], shas[pre+"theirs"])
-		res, err := f.repo.Merge(request(pre+"theirs", pre+"ours", shas[pre+"theirs"], StrategyMerge, i+1))
+		res, err := f.repo.Merge(context.Background(), request(pre+"theirs", pre+"ours", shas[pre+"theirs"], StrategyMerge, i+1))
 		_, isConflict := IsConflict(err)
 		switch {
 		case err == nil:

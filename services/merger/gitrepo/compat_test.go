@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
 )
 
 // TestMergeCompatibilityCases holds each case of issue 13's list to git
@@ -20,7 +22,7 @@ func TestMergeCompatibilityCases(t *testing.T) {
 		crlf += fmt.Sprintf("line %d\r\n", i)
 	}
 	edit := func(s string, i int, to string) string {
-		ls := splitLines(s)
+		ls := engine.SplitLines(s)
 		ls[i] = to
 		return strings.Join(ls, "")
 	}

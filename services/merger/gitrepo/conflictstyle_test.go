@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
 )
 
 // TestConflictStyleDiff3NeverWrong: with merge.conflictStyle diff3 or
@@ -37,8 +39,8 @@ func TestConflictStyleDiff3NeverWrong(t *testing.T) {
 				for tries := 0; tries < 10000; tries++ {
 					a := 2 + rnd.IntN(4)
 					b, o, th = text(1+rnd.IntN(6), a), text(1+rnd.IntN(6), a), text(1+rnd.IntN(6), a)
-					_, whyDefault := mergeLines(b, o, th, lineStyleText)
-					_, whyDiff3 := mergeLines(b, o, th, lineStyleDiff3)
+					_, whyDefault := engine.MergeLines(b, o, th, engine.LineStyleText)
+					_, whyDiff3 := engine.MergeLines(b, o, th, engine.LineStyleDiff3)
 					if i%2 == 1 || whyDefault == "" && whyDiff3 != "" {
 						break
 					}
@@ -61,7 +63,7 @@ func TestConflictStyleDiff3NeverWrong(t *testing.T) {
 					refused++
 				default:
 					both++
-					if _, why := mergeLines(scs[i].base["f"].content, scs[i].ours["f"].content, scs[i].theirs["f"].content, lineStyleText); why == "" {
+					if _, why := engine.MergeLines(scs[i].base["f"].content, scs[i].ours["f"].content, scs[i].theirs["f"].content, engine.LineStyleText); why == "" {
 						defaultWouldMerge++
 						if !strings.Contains(o.conflict.Reason, "conflictStyle") {
 							t.Errorf("%s: refusal %q does not name the setting", scs[i].name, o.conflict.Reason)

@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -43,7 +44,7 @@ func runScenarios(f *fixture, scs []scenario) []outcome {
 		ours, theirs := fmt.Sprintf("s%d-ours", i), fmt.Sprintf("s%d-theirs", i)
 		o := &out[i]
 		o.gitTree, o.gitClean = f.mergeTree(shas[ours], shas[theirs])
-		res, err := f.repo.Merge(request(theirs, ours, shas[theirs], StrategyMerge, i+1))
+		res, err := f.repo.Merge(context.Background(), request(theirs, ours, shas[theirs], StrategyMerge, i+1))
 		switch {
 		case err == nil:
 			o.tree = f.rev(res.MergeSHA + "^{tree}")

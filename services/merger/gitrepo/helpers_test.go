@@ -244,7 +244,7 @@ func request(source, target, head, strategy string, n int) MergeRequest {
 // merge runs Merge, failing the test on error.
 func (f *fixture) merge(req MergeRequest) Result {
 	f.t.Helper()
-	res, err := f.repo.Merge(req)
+	res, err := f.repo.Merge(context.Background(), req)
 	if err != nil {
 		f.t.Fatalf("Merge(%s into %s, %s): %v", req.SourceBranch, req.TargetBranch, req.Strategy, err)
 	}

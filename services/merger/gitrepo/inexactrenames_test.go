@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -244,7 +245,7 @@ func TestInexactRenameCases(t *testing.T) {
 			commitSpec{ref: pre + "theirs", parents: []string{pre + "base"}, files: theirs},
 		)
 		gitTree, gitClean := f.mergeTreeWithAttributes(shas[pre+"ours"], shas[pre+"theirs"])
-		res, err := f.repo.Merge(request(pre+"theirs", pre+"ours", shas[pre+"theirs"], StrategyMerge, 1000))
+		res, err := f.repo.Merge(context.Background(), request(pre+"theirs", pre+"ours", shas[pre+"theirs"], StrategyMerge, 1000))
 		ce, isConflict := IsConflict(err)
 		switch {
 		case err == nil:

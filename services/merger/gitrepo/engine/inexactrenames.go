@@ -1,4 +1,4 @@
-package gitrepo
+package engine
 
 import (
 	"fmt"
@@ -193,7 +193,7 @@ func inexactCandidates(del, add []pathEntry) (d, a []pathEntry) {
 
 // simCache estimates similarities, keeping each blob's chunks.
 type simCache struct {
-	r      *Repo
+	r      *repo
 	chunks map[plumbing.Hash]map[string]int // chunk → occurrences; nil: not comparable (binary, too large)
 	sizes  map[plumbing.Hash]int64
 	read   int64 // bytes of blobs read
@@ -333,8 +333,8 @@ func chunks(s string) map[string]int {
 // renameConfig reports whether the repository's config says anything
 // about renames (merge.renames, diff.renames, their limits): then git's
 // detection may differ from its default, and no inexact rename is merged.
-func (r *Repo) renameConfig() (bool, error) {
-	cfg, err := r.st.Config()
+func (r *repo) renameConfig() (bool, error) {
+	cfg, err := r.s.Config()
 	if err != nil {
 		return false, fmt.Errorf("read config: %w", err)
 	}

@@ -1,4 +1,4 @@
-package gitrepo
+package engine
 
 import (
 	"errors"
@@ -44,6 +44,9 @@ const (
 // differently. A file that cannot be merged is recorded as a conflict and
 // the zero entry returned.
 func (m *treeMerge) mergeFile(p string, b, o, t entry) (entry, error) {
+	if err := canceled(m.ctx, p); err != nil {
+		return entry{}, err
+	}
 	mode, ok := mergeModes(b.mode, o.mode, t.mode)
 	if !ok {
 		m.conflict(p, "file mode changed differently on both sides")
@@ -106,7 +109,10 @@ func (m *treeMerge) mergeBlobs(bh, oh, th plumbing.Hash, style lineStyle) (merge
 			return "", "binary file changed on both sides", nil
 		}
 	}
-	merged, why = mergeLines(texts[0], texts[1], texts[2], style)
+	merged, why = mergeLines(m.ctx, texts[0], texts[1], texts[2], style)
+	if err := canceled(m.ctx, "a line merge"); err != nil {
+		return "", "", err // a diff cut short: why says nothing
+	}
 	return merged, why, nil
 }
 
@@ -115,13 +121,13 @@ func isBinary(s string) bool {
 	return strings.IndexByte(s[:min(len(s), binaryProbe)], 0) >= 0
 }
 
-func (r *Repo) readBlob(h plumbing.Hash) (string, error) {
+func (r *repo) readBlob(h plumbing.Hash) (string, error) {
 	var blob *object.Blob
 	var err error
 	if o, ok := r.overlay[h]; ok {
 		blob, err = object.DecodeBlob(o)
 	} else {
-		blob, err = object.GetBlob(r.st, h)
+		blob, err = object.GetBlob(r.s.Storer(), h)
 	}
 	if err != nil {
 		return "", fmt.Errorf("blob %s: %w", h, err)
@@ -141,7 +147,7 @@ func (r *Repo) readBlob(h plumbing.Hash) (string, error) {
 
 // encodeBlob encodes a new blob in memory and keeps it for writing.
 func (m *treeMerge) encodeBlob(content string) (plumbing.Hash, error) {
-	obj := m.r.st.NewEncodedObject()
+	obj := m.r.s.NewEncodedObject()
 	obj.SetType(plumbing.BlobObject)
 	obj.SetSize(int64(len(content)))
 	w, err := obj.Writer()
@@ -172,9 +178,9 @@ func readOptional(gitDir string, elem ...string) ([]byte, error) {
 }
 
 // objectSize is an object's size, without reading it.
-func (r *Repo) objectSize(h plumbing.Hash) (int64, error) {
+func (r *repo) objectSize(h plumbing.Hash) (int64, error) {
 	if o, ok := r.overlay[h]; ok {
 		return o.Size(), nil
 	}
-	return r.st.EncodedObjectSize(h)
+	return r.s.Storer().EncodedObjectSize(h)
 }
