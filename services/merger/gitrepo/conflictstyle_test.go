@@ -50,19 +50,9 @@ func TestConflictStyleDiff3NeverWrong(t *testing.T) {
 					ours:   map[string]file{"f": reg(o), "o": reg("o\n")},
 					theirs: map[string]file{"f": reg(th), "t": reg("t\n")}})
 			}
-			var same, refused, both, defaultWouldMerge int
-			for i, o := range runScenarios(f, scs) {
-				if !checkNeverWrong(t, scs[i].name, o) {
-					t.Logf("%s: base %q ours %q theirs %q", scs[i].name, scs[i].base, scs[i].ours, scs[i].theirs)
-					continue
-				}
-				switch {
-				case o.tree != "":
-					same++
-				case o.gitClean:
-					refused++
-				default:
-					both++
+			var defaultWouldMerge int
+			c := runTally(t, f, scs, func(i int, o outcome) {
+				if o.tree == "" && !o.gitClean { // a conflict for both
 					if _, why := engine.MergeLines(scs[i].base["f"].content, scs[i].ours["f"].content, scs[i].theirs["f"].content, engine.LineStyleText); why == "" {
 						defaultWouldMerge++
 						if !strings.Contains(o.conflict.Reason, "conflictStyle") {
@@ -70,7 +60,8 @@ func TestConflictStyleDiff3NeverWrong(t *testing.T) {
 						}
 					}
 				}
-			}
+			})
+			same, refused, both := c.same, c.refused, c.both
 			t.Logf("%d merges: %d as git, %d refused where git merges, %d conflicts for both (%d of them merged by the default style)", n, same, refused, both, defaultWouldMerge)
 			if defaultWouldMerge == 0 {
 				t.Errorf("no case where %s changes git's outcome: the test proves nothing", style)

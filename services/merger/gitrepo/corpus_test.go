@@ -782,17 +782,7 @@ func fastImport(t *testing.T, f *fixture, specs []commitSpec) map[string]string 
 			}
 			fmt.Fprintf(&b, "%s :%d\n", verb, m)
 		}
-		b.WriteString("deleteall\n")
-		paths := make([]string, 0, len(s.files))
-		for p := range s.files {
-			paths = append(paths, p)
-		}
-		sort.Strings(paths)
-		for _, p := range paths {
-			fl := s.files[p]
-			fmt.Fprintf(&b, "M %s inline %s\ndata %d\n%s\n", fl.mode, p, len(fl.content), fl.content)
-		}
-		b.WriteString("\n")
+		writeSnapshot(&b, s.files)
 		marks[s.ref] = mark
 	}
 	marksFile := filepath.Join(t.TempDir(), "marks")

@@ -179,10 +179,7 @@ func TestSquashRecordedBeforeTheRefMoves(t *testing.T) {
 // fast-forward by itself; the journal is not written.
 func TestFastForwardIsNotRecorded(t *testing.T) {
 	f := newFixture(t)
-	shas := f.build(
-		commitSpec{ref: "main", files: nestedBase},
-		commitSpec{ref: "feature", parents: []string{"main"}, files: nestedTheirs},
-	)
+	shas := buildForked(f)
 	req := request("feature", "main", shas["feature"], StrategyFastForward, 47)
 	j := newMemJournal()
 	j.onRecord = func(e JournalEntry) error { return fmt.Errorf("recorded %+v", e) }

@@ -107,8 +107,10 @@ func (r *Repo) Merge(ctx context.Context, req MergeRequest) (Result, error) {
 			// Someone else is writing the branch: keep the plan (the update
 			// re-checks the old value under the lock) and wait a little.
 			call(r.hooks.lockBusy)
-			if err := sleep(ctx, r.retry.wait(attempt)); err != nil {
-				return stopped(err)
+			select {
+			case <-time.After(r.retry.wait(attempt)):
+			case <-ctx.Done():
+				return stopped(ctx.Err())
 			}
 		case errors.Is(err, reflock.ErrChanged):
 			p = nil // lost a race: plan again on the new target head
@@ -126,18 +128,6 @@ func (r *Repo) Merge(ctx context.Context, req MergeRequest) (Result, error) {
 type plan struct {
 	old, new plumbing.Hash
 	result   Result // AlreadyMerged: nothing to move
-}
-
-// sleep waits for d, or until ctx is cancelled: then it returns its error.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (r *Repo) plan(ctx context.Context, req MergeRequest) (*plan, error) {

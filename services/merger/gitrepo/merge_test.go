@@ -66,12 +66,19 @@ func buildNested(f *fixture) (main, feature string) {
 	return shas["main"], shas["feature"]
 }
 
-func TestFastForward(t *testing.T) {
-	f := newFixture(t)
-	shas := f.build(
+// buildForked makes main, and feature one commit ahead of it (the
+// nested layout changed), and returns their shas by branch.
+func buildForked(f *fixture) map[string]string {
+	f.t.Helper()
+	return f.build(
 		commitSpec{ref: "main", files: nestedBase},
 		commitSpec{ref: "feature", parents: []string{"main"}, files: nestedTheirs},
 	)
+}
+
+func TestFastForward(t *testing.T) {
+	f := newFixture(t)
+	shas := buildForked(f)
 	res := f.merge(request("feature", "main", shas["feature"], StrategyFastForward, 7))
 	want := Result{MergeSHA: shas["feature"], BaseSHA: shas["main"], ChangedPaths: f.diffNames(shas["main"], shas["feature"])}
 	if !equalResult(res, want) {

@@ -68,10 +68,7 @@ func TestMergeReplansAfterLostRace(t *testing.T) {
 
 func TestMergeFindsWorkDoneDuringLostRace(t *testing.T) {
 	f := newFixture(t)
-	shas := f.build(
-		commitSpec{ref: "main", files: nestedBase},
-		commitSpec{ref: "feature", parents: []string{"main"}, files: nestedTheirs},
-	)
+	shas := buildForked(f)
 	var once sync.Once
 	f.repo.hooks.beforeRefUpdate = func() {
 		// Someone fast-forwards main to the PR head meanwhile.

@@ -136,15 +136,7 @@ func TestLiveHolderInAnotherPidNamespaceIsRespected(t *testing.T) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	var broke, merged sync.Map
-	for i := range n {
-		repos, err := NewRepos(f.root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, repo := range separateRepos(t, f, n) {
 		repo.retry = shortRetry
 		wg.Add(1)
 		go func() {
@@ -178,36 +170,7 @@ func TestLiveHolderInAnotherPidNamespaceIsRespected(t *testing.T) {
 	// Killed: several breakers race; one breaks it and takes it at once.
 	h.killAndReap(t)
 	waitFlockFree(t, lock)
-	var mu sync.Mutex
-	broken := 0
-	start = make(chan struct{})
-	for range n {
-		repos, _ := NewRepos(f.root)
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			ok, err := repo.locks.BreakDead(lock)
-			if err != nil && !errors.Is(err, reflock.ErrLockRaced) {
-				t.Error(err)
-			}
-			if ok {
-				if _, err := repo.locks.Acquire(lock); err != nil {
-					t.Error(err)
-				}
-				mu.Lock()
-				broken++
-				mu.Unlock()
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if broken != 1 {
+	if broken := raceToBreak(t, separateRepos(t, f, n), lock); broken != 1 {
 		t.Fatalf("%d breakers broke the dead lock, want exactly 1", broken)
 	}
 	if b, err := os.ReadFile(lock); err != nil || string(b) == string(content) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -344,15 +345,7 @@ func TestMergersRaceToBreakADeadLock(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	start := make(chan struct{})
-	for i := range n {
-		repos, err := NewRepos(f.root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, repo := range separateRepos(t, f, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -381,40 +374,7 @@ func TestBreakDeadLockOnce(t *testing.T) {
 	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
 	startHelper(t, f, "hold", "").killAndReap(t)
 
-	const n = 8
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	broken, taken := 0, 0
-	start := make(chan struct{})
-	for range n {
-		repos, _ := NewRepos(f.root)
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			ok, err := repo.locks.BreakDead(lock)
-			if err != nil && !errors.Is(err, reflock.ErrLockRaced) {
-				t.Error(err)
-			}
-			// Whoever broke it takes the lock at once, and keeps it.
-			if ok {
-				if _, err := repo.locks.Acquire(lock); err != nil {
-					t.Error(err)
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if ok {
-				broken++
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+	broken, taken := raceToBreak(t, separateRepos(t, f, 8), lock), 0
 	if _, err := os.Stat(lock); err == nil {
 		taken = 1
 	}
@@ -454,4 +414,51 @@ func TestDeadHoldersFilesAreRemoved(t *testing.T) {
 	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lock after the merge: %v; want it gone", err)
 	}
+}
+
+// separateRepos opens the fixture's repository n times, each through its
+// own Repos, as n merger processes would.
+func separateRepos(t *testing.T, f *fixture, n int) []*Repo {
+	t.Helper()
+	out := make([]*Repo, n)
+	for i := range out {
+		repos, err := NewRepos(f.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[i], err = repos.Open(testRepo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// raceToBreak has every repository try, at once, to break the dead lock;
+// whoever breaks it takes the lock at once, and keeps it. It returns how
+// many broke it.
+func raceToBreak(t *testing.T, repos []*Repo, lock string) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	var broken atomic.Int32
+	start := make(chan struct{})
+	for _, repo := range repos {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ok, err := repo.locks.BreakDead(lock)
+			if err != nil && !errors.Is(err, reflock.ErrLockRaced) {
+				t.Error(err)
+			}
+			if ok {
+				if _, err := repo.locks.Acquire(lock); err != nil {
+					t.Error(err)
+				}
+				broken.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return int(broken.Load())
 }

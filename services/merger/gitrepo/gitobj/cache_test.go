@@ -41,4 +41,3 @@ func TestObjectCacheStaysWithinBudgetEvictingLeastRecentlyUsed(t *testing.T) {
 		t.Errorf("after dropping the only repository, %d bytes accounted", used)
 	}
 }
-
