@@ -46,6 +46,21 @@ func (f *fixture) gitInWorkTree(work, stdin string, args ...string) (string, err
 	return f.gitErr(work, stdin, args...)
 }
 
+// mergeAttributes is the lookup of the merge attribute a merge onto
+// commit rev reads (engine.MergeAttributes).
+func (f *fixture) mergeAttributes(rev string) func(path string) (string, error) {
+	f.t.Helper()
+	c, err := f.repo.store.Commit(plumbing.NewHash(rev))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	attrs, err := f.repo.engine().MergeAttributes(c.TreeHash)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return attrs
+}
+
 // mergeTreeWithAttributes is the oracle for merges where attributes
 // matter: git merge-tree reading ours' .gitattributes.
 func (f *fixture) mergeTreeWithAttributes(ours, theirs string) (string, bool) {
@@ -134,14 +149,7 @@ func TestMergeAttributeMatchesCheckAttr(t *testing.T) {
 		for k := 0; k+2 < len(fields); k += 3 {
 			want[fields[k]] = fields[k+2]
 		}
-		c, err := f.repo.store.Commit(plumbing.NewHash(rev))
-		if err != nil {
-			t.Fatal(err)
-		}
-		attrs, err := f.repo.engine().MergeAttributes(c.TreeHash)
-		if err != nil {
-			t.Fatal(err)
-		}
+		attrs := f.mergeAttributes(rev)
 		for _, p := range paths {
 			got, err := attrs(p)
 			if err != nil {
@@ -291,14 +299,7 @@ func TestMergeAttributeLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := strings.Split(out, "\x00")[2]
-		c, err := f.repo.store.Commit(plumbing.NewHash(rev))
-		if err != nil {
-			t.Fatal(err)
-		}
-		attrs, err := f.repo.engine().MergeAttributes(c.TreeHash)
-		if err != nil {
-			t.Fatal(err)
-		}
+		attrs := f.mergeAttributes(rev)
 		got, err := attrs("n.txt")
 		if err != nil {
 			t.Fatal(err)
