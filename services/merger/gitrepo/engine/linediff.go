@@ -14,7 +14,7 @@ import "context"
 // (git's "compaction"), and merges the resulting hunks. Both steps are
 // written here from their published descriptions and held to
 // `git diff --histogram --no-indent-heuristic` and `git merge-tree` by the
-// tests (histogram_test.go, corpus_test.go): two different alignments of
+// tests (histogram_test.go, gitrepo/corpus_test.go): two different alignments of
 // the same pair of files can merge differently, so the alignment has to
 // be git's, not just a minimal one.
 //

@@ -29,7 +29,7 @@ import (
 // written once — and joins two conflicts at most three lines apart (those
 // lines then appear in both); a side's last line that lacks a newline gets
 // one before the other side's lines follow. Every rule is held to git by
-// the differential corpus (corpus_test.go).
+// the differential corpus (gitrepo/corpus_test.go).
 
 // lineStyle is how conflicting regions are resolved.
 type lineStyle int
