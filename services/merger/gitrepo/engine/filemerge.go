@@ -47,9 +47,16 @@ func (m *treeMerge) mergeFile(p string, b, o, t entry) (entry, error) {
 	if err := canceled(m.ctx, p); err != nil {
 		return entry{}, err
 	}
+	return m.mergeContents(p, "", b, o, t)
+}
+
+// mergeContents merges the modes, then the contents, of a file at path p,
+// whose attributes decide how; a conflict is recorded at p, its reason
+// followed by note.
+func (m *treeMerge) mergeContents(p, note string, b, o, t entry) (entry, error) {
 	mode, ok := mergeModes(b.mode, o.mode, t.mode)
 	if !ok {
-		m.conflict(p, "file mode changed differently on both sides")
+		m.conflict(p, "file mode changed differently on both sides"+note)
 		return entry{}, nil
 	}
 	switch {
@@ -59,18 +66,18 @@ func (m *treeMerge) mergeFile(p string, b, o, t entry) (entry, error) {
 		return entry{mode: mode, hash: o.hash}, nil
 	}
 	style, why, err := m.mergeStyle(p)
-	if err != nil || why != "" {
-		if err == nil {
-			m.conflict(p, why)
-		}
+	if err != nil {
 		return entry{}, err
 	}
-	merged, why, err := m.mergeBlobs(b.hash, o.hash, t.hash, style)
-	if err != nil || why != "" {
-		if err == nil {
-			m.conflict(p, why)
+	var merged string
+	if why == "" {
+		if merged, why, err = m.mergeBlobs(b.hash, o.hash, t.hash, style); err != nil {
+			return entry{}, err
 		}
-		return entry{}, err
+	}
+	if why != "" {
+		m.conflict(p, why+note)
+		return entry{}, nil
 	}
 	h, err := m.encodeBlob(merged)
 	if err != nil {
