@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
 
 // errNoJournal: a merge request without a journal could not prove a squash
@@ -32,7 +34,7 @@ var errNoJournal = errors.New("merge request without a journal")
 // Callers read the target ref before calling it: a merger that moved the
 // ref had recorded its commit first, so whoever sees the moved ref finds
 // the record.
-func (r *Repo) alreadyMerged(req MergeRequest, target, head *object.Commit, bases []*object.Commit) (Result, bool, error) {
+func (r *Repo) alreadyMerged(ctx context.Context, req MergeRequest, target, head *object.Commit, bases []*object.Commit) (Result, bool, error) {
 	recorded, err := req.Journal.Recorded(req.PRID)
 	if err != nil {
 		return Result{}, false, fmt.Errorf("read the merge journal of %s: %w", req.PRID, err)
@@ -42,19 +44,19 @@ func (r *Repo) alreadyMerged(req MergeRequest, target, head *object.Commit, base
 		if contracts.ValidateSHA("recorded commit", sha) != nil {
 			return Result{}, false, fmt.Errorf("merge journal of %s holds %q, not a commit sha", req.PRID, sha)
 		}
-		c, err := r.commit(plumbing.NewHash(sha))
-		if errors.Is(err, errObjectMissing) {
+		c, err := r.store.Commit(plumbing.NewHash(sha))
+		if errors.Is(err, gitobj.ErrObjectMissing) {
 			continue // a commit that never reached the target, pruned since
 		}
 		if err != nil {
 			return Result{}, false, err
 		}
-		in, err := r.reaches(target, c)
+		in, err := r.reaches(ctx, target, c)
 		if err != nil {
 			return Result{}, false, err
 		}
 		if in {
-			res, err := r.recordedResult(c)
+			res, err := r.recordedResult(ctx, c)
 			return res, err == nil, err
 		}
 	}
@@ -66,11 +68,11 @@ func (r *Repo) alreadyMerged(req MergeRequest, target, head *object.Commit, base
 
 // reaches reports whether c is target or one of its ancestors: then c is
 // the one merge base of the two.
-func (r *Repo) reaches(target, c *object.Commit) (bool, error) {
+func (r *Repo) reaches(ctx context.Context, target, c *object.Commit) (bool, error) {
 	if c.Hash == target.Hash {
 		return true, nil
 	}
-	bases, err := r.mergeBases(target, c)
+	bases, err := r.history.MergeBases(ctx, target, c)
 	if err != nil {
 		return false, err
 	}
@@ -79,17 +81,17 @@ func (r *Repo) reaches(target, c *object.Commit) (bool, error) {
 
 // recordedResult is what a recorded merge found in the target did: made
 // onto its first parent.
-func (r *Repo) recordedResult(c *object.Commit) (Result, error) {
+func (r *Repo) recordedResult(ctx context.Context, c *object.Commit) (Result, error) {
 	res := Result{MergeSHA: c.Hash.String(), AlreadyMerged: true}
 	if len(c.ParentHashes) == 0 {
 		return res, nil
 	}
-	parent, err := r.commit(c.ParentHashes[0])
+	parent, err := r.store.Commit(c.ParentHashes[0])
 	if err != nil {
 		return Result{}, err
 	}
 	res.BaseSHA = parent.Hash.String()
-	if res.ChangedPaths, err = r.changedPaths(parent.TreeHash, c.TreeHash); err != nil {
+	if res.ChangedPaths, err = r.engine().ChangedPaths(ctx, parent.TreeHash, c.TreeHash); err != nil {
 		return Result{}, err
 	}
 	return res, nil

@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -43,6 +44,21 @@ func (f *fixture) gitInWorkTree(work, stdin string, args ...string) (string, err
 	f.env = env
 	defer func() { f.env = saved }()
 	return f.gitErr(work, stdin, args...)
+}
+
+// mergeAttributes is the lookup of the merge attribute a merge onto
+// commit rev reads (engine.MergeAttributes).
+func (f *fixture) mergeAttributes(rev string) func(path string) (string, error) {
+	f.t.Helper()
+	c, err := f.repo.store.Commit(plumbing.NewHash(rev))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	attrs, err := f.repo.engine().MergeAttributes(c.TreeHash)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return attrs
 }
 
 // mergeTreeWithAttributes is the oracle for merges where attributes
@@ -133,22 +149,11 @@ func TestMergeAttributeMatchesCheckAttr(t *testing.T) {
 		for k := 0; k+2 < len(fields); k += 3 {
 			want[fields[k]] = fields[k+2]
 		}
-		c, err := f.repo.commit(plumbing.NewHash(rev))
-		if err != nil {
-			t.Fatal(err)
-		}
-		attrs, err := f.repo.newMergeAttributes(c.TreeHash)
-		if err != nil {
-			t.Fatal(err)
-		}
+		attrs := f.mergeAttributes(rev)
 		for _, p := range paths {
-			st, err := attrs.merge(p)
+			got, err := attrs(p)
 			if err != nil {
 				t.Fatal(err)
-			}
-			got := map[attrKind]string{attrUnspecified: "unspecified", attrSet: "set", attrUnset: "unset"}[st.kind]
-			if st.kind == attrValue {
-				got = st.value
 			}
 			checked++
 			if got != want[p] {
@@ -246,7 +251,7 @@ func TestMergeHonoursMergeAttribute(t *testing.T) {
 				commitSpec{ref: "main", parents: []string{"main"}, files: with(base, map[string]file{"d/n.txt": reg(c.ours)})},
 			)
 			gitTree, gitClean := f.mergeTreeWithAttributes(shas["main"], shas["pr"])
-			res, err := f.repo.Merge(request("pr", "main", shas["pr"], StrategyMerge, 1))
+			res, err := f.repo.Merge(context.Background(), request("pr", "main", shas["pr"], StrategyMerge, 1))
 			reason, isConflict := IsConflict(err)
 			if err != nil && !isConflict {
 				t.Fatal(err)
@@ -294,21 +299,10 @@ func TestMergeAttributeLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := strings.Split(out, "\x00")[2]
-		c, err := f.repo.commit(plumbing.NewHash(rev))
+		attrs := f.mergeAttributes(rev)
+		got, err := attrs("n.txt")
 		if err != nil {
 			t.Fatal(err)
-		}
-		attrs, err := f.repo.newMergeAttributes(c.TreeHash)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := attrs.merge("n.txt")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := "unspecified"
-		if st.kind == attrValue {
-			got = st.value
 		}
 		if got != want {
 			t.Errorf("a %d-byte line: merge %q, git check-attr %q", n, got, want)
@@ -316,8 +310,7 @@ func TestMergeAttributeLimits(t *testing.T) {
 	}
 
 	f.git("", "config", "merge.union.driver", "cat %A")
-	m := &treeMerge{r: f.repo, attrRoot: plumbing.NewHash(f.rev(shas["len2046"] + "^{tree}"))}
-	if _, why, err := m.mergeStyle("n.txt"); err != nil || !strings.Contains(why, `"union"`) {
+	if why, err := f.repo.engine().LineMergeRefusal(plumbing.NewHash(f.rev(shas["len2046"]+"^{tree}")), "n.txt"); err != nil || !strings.Contains(why, `"union"`) {
 		t.Errorf("merge=union with merge.union.driver configured: why %q, err %v; want a refusal naming the driver", why, err)
 	}
 }
@@ -355,7 +348,7 @@ func TestUnionMergeNeverWrong(t *testing.T) {
 	for i := range n {
 		pre := fmt.Sprintf("u%d-", i)
 		gitTree, gitClean := f.mergeTreeWithAttributes(shas[pre+"ours"], shas[pre+"theirs"])
-		res, err := f.repo.Merge(request(pre+"theirs", pre+"ours", shas[pre+"theirs"], StrategyMerge, i+1))
+		res, err := f.repo.Merge(context.Background(), request(pre+"theirs", pre+"ours", shas[pre+"theirs"], StrategyMerge, i+1))
 		_, isConflict := IsConflict(err)
 		switch {
 		case err == nil:

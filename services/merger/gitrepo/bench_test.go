@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
 
 // BenchmarkMerge merges a PR into a repository of 2,000 files, with 500 and
@@ -69,13 +70,13 @@ func BenchmarkMerge(b *testing.B) {
 				for i := 0; b.Loop(); i++ {
 					b.StopTimer()
 					r := v.repo()
-					if err := os.WriteFile(loosePath(r.dir, "main"), []byte(main+"\n"), 0o666); err != nil {
+					if err := os.WriteFile(gitobj.LoosePath(r.dir, "main"), []byte(main+"\n"), 0o666); err != nil {
 						b.Fatal(err)
 					}
 					req.When = time.Date(2025, 6, 1, 0, 0, i, 0, time.UTC) // a new merge commit each time
 					req.Journal = newMemJournal()                          // as for a PR never merged
 					b.StartTimer()
-					res, err := r.Merge(req)
+					res, err := r.Merge(context.Background(), req)
 					if err != nil || res.AlreadyMerged {
 						b.Fatalf("Merge = %+v, %v", res, err)
 					}
@@ -83,17 +84,17 @@ func BenchmarkMerge(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("files=%d/history=%d/merge-base-only", files, history), func(b *testing.B) {
-			defer repo.session()() // as in a merge
-			mc, err := repo.commit(plumbing.NewHash(main))
+			defer repo.store.Session()() // as in a merge
+			mc, err := repo.store.Commit(plumbing.NewHash(main))
 			if err != nil {
 				b.Fatal(err)
 			}
-			fc, err := repo.commit(plumbing.NewHash(feature))
+			fc, err := repo.store.Commit(plumbing.NewHash(feature))
 			if err != nil {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				if _, err := repo.mergeBases(mc, fc); err != nil {
+				if _, err := repo.history.MergeBases(context.Background(), mc, fc); err != nil {
 					b.Fatal(err)
 				}
 			}

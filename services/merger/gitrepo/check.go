@@ -1,9 +1,9 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"path"
 	"path/filepath"
 	"sort"
 
@@ -11,12 +11,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/prsaga/prsaga/platform/repopath"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
 
 // Checker replays merges of any repository in memory, for `prsaga
 // merge-check`: the merge engine of Merge, minus everything that writes.
-// New blobs and trees stay in memory; the repository's refs and objects
-// are never written.
+// New blobs and trees stay in memory (the engine returns them, nothing
+// writes them); the repository's refs and objects are never written.
 type Checker struct {
 	r *Repo
 }
@@ -38,12 +39,12 @@ func OpenChecker(dir string) (*Checker, error) {
 	if !repopath.IsBare(abs) {
 		return nil, fmt.Errorf("open %s: %w (not a git directory)", dir, ErrRepoNotFound)
 	}
-	rs := &Repos{root: filepath.Dir(abs), repos: map[string]*Repo{}, cache: newObjectCache(DefaultCacheBytes), graphLimit: maxGraphNodesTotal}
+	rs := &Repos{root: filepath.Dir(abs), repos: map[string]*Repo{}, cache: gitobj.NewCache(DefaultCacheBytes), graphLimit: maxGraphNodesTotal}
 	return &Checker{r: rs.newRepo(filepath.Base(abs), abs)}, nil
 }
 
 // Close releases the repository's files.
-func (c *Checker) Close() error { return c.r.st.Close() }
+func (c *Checker) Close() error { return c.r.store.Close() }
 
 // MergeCommits lists the two-parent commits reachable from the branches
 // and tags — with allRefs, from every ref (a forge's refs/pull/*, remote
@@ -51,8 +52,9 @@ func (c *Checker) Close() error { return c.r.st.Close() }
 func (c *Checker) MergeCommits(allRefs bool) ([]MergeCommit, error) {
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
-	defer c.r.session()()
-	refs, err := c.r.st.IterReferences()
+	defer c.r.store.Session()()
+	st := c.r.store.Storer()
+	refs, err := st.IterReferences()
 	if err != nil {
 		return nil, fmt.Errorf("list refs: %w", err)
 	}
@@ -75,13 +77,13 @@ func (c *Checker) MergeCommits(allRefs bool) ([]MergeCommit, error) {
 			continue
 		}
 		seen[h] = true
-		o, err := c.r.st.EncodedObject(plumbing.AnyObject, h)
+		o, err := st.EncodedObject(plumbing.AnyObject, h)
 		if err != nil {
 			return nil, fmt.Errorf("object %s: %w", h, err)
 		}
 		switch o.Type() {
 		case plumbing.TagObject: // an annotated tag: what it tags
-			t, err := object.DecodeTag(c.r.st, o)
+			t, err := object.DecodeTag(st, o)
 			if err != nil {
 				return nil, fmt.Errorf("tag %s: %w", h, err)
 			}
@@ -91,7 +93,7 @@ func (c *Checker) MergeCommits(allRefs bool) ([]MergeCommit, error) {
 		default:
 			continue // a tag of a tree or blob
 		}
-		cm, err := c.r.commit(h)
+		cm, err := c.r.store.Commit(h)
 		if err != nil {
 			return nil, err
 		}
@@ -121,28 +123,29 @@ func (c *Checker) MergeTree(ours, theirs string) (string, error) {
 	r := c.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer r.session()()
-	defer func() { r.overlay = nil }()
-	o, err := r.commit(plumbing.NewHash(ours))
+	defer r.store.Session()()
+	ctx := context.Background() // a check runs to its end
+	o, err := r.store.Commit(plumbing.NewHash(ours))
 	if err != nil {
 		return "", err
 	}
-	t, err := r.commit(plumbing.NewHash(theirs))
+	t, err := r.store.Commit(plumbing.NewHash(theirs))
 	if err != nil {
 		return "", err
 	}
-	bases, err := r.mergeBases(o, t)
+	bases, err := r.history.MergeBases(ctx, o, t)
 	if err != nil {
 		return "", err
 	}
 	if len(bases) == 0 {
 		return "", &ConflictError{Reason: "the PR head and the target branch have no common history"}
 	}
-	base, err := r.baseTree(bases, o.TreeHash, 0)
+	e := r.engine()
+	base, err := e.BaseTree(ctx, bases, o.TreeHash)
 	if err != nil {
 		return "", err
 	}
-	tree, _, err := r.mergeTrees(base, o.TreeHash, t.TreeHash, o.TreeHash)
+	tree, _, err := e.MergeTrees(ctx, base, o.TreeHash, t.TreeHash, o.TreeHash)
 	if err != nil {
 		return "", err
 	}
@@ -151,42 +154,17 @@ func (c *Checker) MergeTree(ours, theirs string) (string, error) {
 
 // AttributesFiles returns the .gitattributes files of commit's tree by
 // path: what git's merge must be shown to decide as prsaga does (see
-// attributes.go).
+// engine/attributes.go).
 func (c *Checker) AttributesFiles(commit string) (map[string]string, error) {
 	r := c.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer r.session()()
-	cm, err := r.commit(plumbing.NewHash(commit))
+	defer r.store.Session()()
+	cm, err := r.store.Commit(plumbing.NewHash(commit))
 	if err != nil {
 		return nil, err
 	}
-	files := map[string]string{}
-	var walk func(dir string, h plumbing.Hash) error
-	walk = func(dir string, h plumbing.Hash) error {
-		entries, err := r.readTree(h)
-		if err != nil {
-			return err
-		}
-		for name, e := range entries {
-			p := path.Join(dir, name)
-			switch {
-			case e.isDir():
-				if err := walk(p, e.hash); err != nil {
-					return err
-				}
-			case name == ".gitattributes" && e.isRegular():
-				if files[p], err = r.readBlob(e.hash); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	if err := walk("", cm.TreeHash); err != nil {
-		return nil, err
-	}
-	return files, nil
+	return r.engine().AttributesFiles(context.Background(), cm.TreeHash)
 }
 
 // IsConflict reports whether err is a merge's refusal, and its reason.

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
 )
 
 // TestMergeCompatibilityCases holds each case of issue 13's list to git
@@ -20,7 +22,7 @@ func TestMergeCompatibilityCases(t *testing.T) {
 		crlf += fmt.Sprintf("line %d\r\n", i)
 	}
 	edit := func(s string, i int, to string) string {
-		ls := splitLines(s)
+		ls := engine.SplitLines(s)
 		ls[i] = to
 		return strings.Join(ls, "")
 	}
@@ -36,10 +38,7 @@ func TestMergeCompatibilityCases(t *testing.T) {
 		conflict = "conflict" // both conflict
 		refused  = "refused"  // git clean; prsaga conflict naming the case
 	)
-	cases := []struct {
-		scenario
-		want, inReason string
-	}{
+	cases := []expected{
 		{scenario{"rename on one side, edit on the other", base,
 			with(base, map[string]file{"p": {}, "q": reg(numbered)}),
 			with(base, map[string]file{"p": reg(edit(numbered, 3, "three\n"))})}, clean, ""},
@@ -124,35 +123,7 @@ func TestMergeCompatibilityCases(t *testing.T) {
 			with(base, map[string]file{"big": reg("first\n" + large)}), with(base, map[string]file{"big": reg(large + "last\n")})}, refused, "too large"},
 	}
 	f := newFixture(t)
-	scs := make([]scenario, len(cases))
-	for i, c := range cases {
-		scs[i] = c.scenario
-	}
-	for i, o := range runScenarios(f, scs) {
-		c := cases[i]
-		if !checkNeverWrong(t, c.name, o) {
-			continue
-		}
-		var reason string
-		if o.conflict != nil {
-			reason = o.conflict.Reason
-		}
-		switch c.want {
-		case clean:
-			if o.tree == "" || !o.gitClean {
-				t.Errorf("%s: conflict %q, git clean %v; want both clean", c.name, reason, o.gitClean)
-			}
-		case conflict:
-			if o.conflict == nil || o.gitClean {
-				t.Errorf("%s: conflict %q, git clean %v; want both to conflict", c.name, reason, o.gitClean)
-			}
-		case refused:
-			if o.conflict == nil || !o.gitClean || !strings.Contains(reason, c.inReason) {
-				t.Errorf("%s: conflict %q, git clean %v; want git clean and a refusal naming %q", c.name, reason, o.gitClean, c.inReason)
-			}
-		}
-		t.Logf("%-75s %s (git clean %v) %s", c.name, map[bool]string{true: "merged", false: "conflict"}[o.tree != ""], o.gitClean, reason)
-	}
+	checkExpected(t, f, cases)
 	f.fsck()
 }
 
@@ -243,21 +214,8 @@ func TestExactRenamesNeverWrong(t *testing.T) {
 		base["keep"] = reg("keep\n")
 		scs = append(scs, scenario{name: fmt.Sprintf("renames %d", i), base: base, ours: mutate(base, "ours"), theirs: mutate(base, "theirs")})
 	}
-	var same, refused, both int
-	for i, o := range runScenarios(f, scs) {
-		if !checkNeverWrong(t, scs[i].name, o) {
-			t.Logf("%s:\n base   %v\n ours   %v\n theirs %v", scs[i].name, scs[i].base, scs[i].ours, scs[i].theirs)
-			continue
-		}
-		switch {
-		case o.tree != "":
-			same++
-		case o.gitClean:
-			refused++
-		default:
-			both++
-		}
-	}
+	c := runTally(t, f, scs, nil)
+	same, refused, both := c.same, c.refused, c.both
 	t.Logf("%d histories: %d as git, %d refused where git merges, %d conflicts for both", n, same, refused, both)
 	if same < n/3 {
 		t.Errorf("only %d of %d merged", same, n)

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
 )
 
 // TestConflictStyleDiff3NeverWrong: with merge.conflictStyle diff3 or
@@ -37,8 +39,8 @@ func TestConflictStyleDiff3NeverWrong(t *testing.T) {
 				for tries := 0; tries < 10000; tries++ {
 					a := 2 + rnd.IntN(4)
 					b, o, th = text(1+rnd.IntN(6), a), text(1+rnd.IntN(6), a), text(1+rnd.IntN(6), a)
-					_, whyDefault := mergeLines(b, o, th, lineStyleText)
-					_, whyDiff3 := mergeLines(b, o, th, lineStyleDiff3)
+					_, whyDefault := engine.MergeLines(b, o, th, engine.LineStyleText)
+					_, whyDiff3 := engine.MergeLines(b, o, th, engine.LineStyleDiff3)
 					if i%2 == 1 || whyDefault == "" && whyDiff3 != "" {
 						break
 					}
@@ -48,27 +50,18 @@ func TestConflictStyleDiff3NeverWrong(t *testing.T) {
 					ours:   map[string]file{"f": reg(o), "o": reg("o\n")},
 					theirs: map[string]file{"f": reg(th), "t": reg("t\n")}})
 			}
-			var same, refused, both, defaultWouldMerge int
-			for i, o := range runScenarios(f, scs) {
-				if !checkNeverWrong(t, scs[i].name, o) {
-					t.Logf("%s: base %q ours %q theirs %q", scs[i].name, scs[i].base, scs[i].ours, scs[i].theirs)
-					continue
-				}
-				switch {
-				case o.tree != "":
-					same++
-				case o.gitClean:
-					refused++
-				default:
-					both++
-					if _, why := mergeLines(scs[i].base["f"].content, scs[i].ours["f"].content, scs[i].theirs["f"].content, lineStyleText); why == "" {
+			var defaultWouldMerge int
+			c := runTally(t, f, scs, func(i int, o outcome) {
+				if o.tree == "" && !o.gitClean { // a conflict for both
+					if _, why := engine.MergeLines(scs[i].base["f"].content, scs[i].ours["f"].content, scs[i].theirs["f"].content, engine.LineStyleText); why == "" {
 						defaultWouldMerge++
 						if !strings.Contains(o.conflict.Reason, "conflictStyle") {
 							t.Errorf("%s: refusal %q does not name the setting", scs[i].name, o.conflict.Reason)
 						}
 					}
 				}
-			}
+			})
+			same, refused, both := c.same, c.refused, c.both
 			t.Logf("%d merges: %d as git, %d refused where git merges, %d conflicts for both (%d of them merged by the default style)", n, same, refused, both, defaultWouldMerge)
 			if defaultWouldMerge == 0 {
 				t.Errorf("no case where %s changes git's outcome: the test proves nothing", style)

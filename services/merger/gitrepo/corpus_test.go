@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
 )
 
 // The differential corpus: merge cases built from real text — the source
@@ -122,7 +124,7 @@ func (g *caseGen) real(n int) []string {
 		if bytes.IndexByte(b, 0) >= 0 || bytes.IndexByte(b, '\r') >= 0 {
 			continue
 		}
-		ls := splitLines(string(b))
+		ls := engine.SplitLines(string(b))
 		if len(ls) < 4 {
 			continue
 		}
@@ -427,7 +429,7 @@ func makeCase(t *testing.T, files []string, seed uint64, i int) corpusCase {
 		}
 	case "criss-cross": // two merge bases: a1 and t1 merged both ways
 		a1, t1 := g.edits(base, 1), base
-		o1 := g.edits(splitLines(otherText), 1)
+		o1 := g.edits(engine.SplitLines(otherText), 1)
 		x := map[string]file{name: reg(text(a1)), other: reg(text(o1))}
 		y := x
 		if g.rnd.IntN(3) == 0 { // the two merges resolved differently
@@ -586,12 +588,12 @@ func TestMergeCorpus(t *testing.T) {
 		tGit += time.Since(phase)
 		phase = time.Now()
 		for k, b := range plain {
-			res, err := f.repo.Merge(request(b.thRef, b.oursRef, b.theirs, StrategyMerge, b.c.index+1))
+			res, err := f.repo.Merge(context.Background(), request(b.thRef, b.oursRef, b.theirs, StrategyMerge, b.c.index+1))
 			tree, why := "", ""
 			var ce *ConflictError
 			switch {
 			case err == nil:
-				mc, err := f.repo.commit(plumbing.NewHash(res.MergeSHA))
+				mc, err := f.repo.store.Commit(plumbing.NewHash(res.MergeSHA))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -622,7 +624,7 @@ func TestMergeCorpus(t *testing.T) {
 		blobs := catFileBatchCheck(t, fu, blobQueries)
 		for k, b := range union {
 			c, r := b.c, unionResults[k]
-			merged, why := mergeLines(c.unionBase, c.unionO, c.unionT, lineStyleUnion)
+			merged, why := engine.MergeLines(c.unionBase, c.unionO, c.unionT, engine.LineStyleUnion)
 			tree := ""
 			if why == "" {
 				// The file's blob stands for the tree: the rest of it is the
@@ -780,17 +782,7 @@ func fastImport(t *testing.T, f *fixture, specs []commitSpec) map[string]string 
 			}
 			fmt.Fprintf(&b, "%s :%d\n", verb, m)
 		}
-		b.WriteString("deleteall\n")
-		paths := make([]string, 0, len(s.files))
-		for p := range s.files {
-			paths = append(paths, p)
-		}
-		sort.Strings(paths)
-		for _, p := range paths {
-			fl := s.files[p]
-			fmt.Fprintf(&b, "M %s inline %s\ndata %d\n%s\n", fl.mode, p, len(fl.content), fl.content)
-		}
-		b.WriteString("\n")
+		writeSnapshot(&b, s.files)
 		marks[s.ref] = mark
 	}
 	marksFile := filepath.Join(t.TempDir(), "marks")

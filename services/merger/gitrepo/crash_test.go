@@ -1,12 +1,15 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -24,8 +27,8 @@ func TestRefUpdateCrash(t *testing.T) {
 		leftLock  bool
 		redoneAll bool // the retry finds the merge done
 	}{
-		{point: crashLockWritten, moved: false, leftLock: true},
-		{point: crashRenamed, moved: true, leftLock: false, redoneAll: true},
+		{point: reflock.CrashLockWritten, moved: false, leftLock: true},
+		{point: reflock.CrashRenamed, moved: true, leftLock: false, redoneAll: true},
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			f := newFixture(t)
@@ -38,7 +41,7 @@ func TestRefUpdateCrash(t *testing.T) {
 				return nil
 			}
 			req := request("feature", "main", feature, StrategyMerge, 42)
-			if _, err := f.repo.Merge(req); !errors.Is(err, errCrash) {
+			if _, err := f.repo.Merge(context.Background(), req); !errors.Is(err, errCrash) {
 				t.Fatalf("Merge = %v, want the simulated crash", err)
 			}
 			f.repo.hooks.refCrash = nil
@@ -63,7 +66,7 @@ func TestRefUpdateCrash(t *testing.T) {
 			if tc.leftLock {
 				// The redelivery finds the branch locked, and says what to do.
 				f.repo.retry = retryPolicy{attempts: 3, backoff: time.Microsecond, maxWait: time.Microsecond}
-				_, err := f.repo.Merge(req)
+				_, err := f.repo.Merge(context.Background(), req)
 				if !errors.Is(err, ErrTargetBusy) || !strings.Contains(err.Error(), lock) || !strings.Contains(err.Error(), "remove the file") {
 					t.Fatalf("Merge with a stale lock = %v; want ErrTargetBusy naming %s and what to do", err, lock)
 				}
@@ -75,7 +78,7 @@ func TestRefUpdateCrash(t *testing.T) {
 				}
 				f.repo.retry = defaultRetry
 			}
-			res, err := f.repo.Merge(req)
+			res, err := f.repo.Merge(context.Background(), req)
 			if err != nil {
 				t.Fatalf("Merge after the crash: %v", err)
 			}

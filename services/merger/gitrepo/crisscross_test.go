@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -105,7 +106,7 @@ func TestMergeCrissCrossMatchesGit(t *testing.T) {
 			t.Fatalf("case %d: merge bases %q, want two", c, bases)
 		}
 		gitTree, gitClean := f.mergeTree(shas[pre+"x"], shas[pre+"y"])
-		res, err := f.repo.Merge(request(pre+"y", pre+"x", shas[pre+"y"], StrategyMerge, c+1))
+		res, err := f.repo.Merge(context.Background(), request(pre+"y", pre+"x", shas[pre+"y"], StrategyMerge, c+1))
 		reason, isConflict := IsConflict(err)
 		switch {
 		case err == nil:

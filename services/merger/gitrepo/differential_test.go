@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
 )
 
 // The differential test of the merge against git: random histories, each
@@ -66,7 +68,7 @@ func TestMergeDifferential(t *testing.T) {
 		if i%3 == 1 {
 			strategy = StrategySquash
 		}
-		res, err := f.repo.Merge(request(theirs, ours, shas[theirs], strategy, i+1))
+		res, err := f.repo.Merge(context.Background(), request(theirs, ours, shas[theirs], strategy, i+1))
 		var ce *ConflictError
 		switch {
 		case err == nil:
@@ -94,7 +96,7 @@ func TestMergeDifferential(t *testing.T) {
 		}
 		if i%10 == 0 { // the PR onto the untouched base: a fast-forward
 			base := fmt.Sprintf("s%d-base", i)
-			res, err := f.repo.Merge(request(theirs, base, shas[theirs], StrategyFastForward, 100000+i))
+			res, err := f.repo.Merge(context.Background(), request(theirs, base, shas[theirs], StrategyFastForward, 100000+i))
 			if err != nil || res.MergeSHA != shas[theirs] || f.rev(base) != shas[theirs] {
 				t.Errorf("%s: fast-forward = %+v, %v; want %s on the branch", name, res, err, shas[theirs])
 			}
@@ -136,7 +138,7 @@ func buildScenarios(f *fixture, scs []scenario) map[string]string {
 // treeOf reads a commit's tree with go-git (no git process per case).
 func (f *fixture) treeOf(sha string) string {
 	f.t.Helper()
-	c, err := f.repo.commit(plumbing.NewHash(sha))
+	c, err := f.repo.store.Commit(plumbing.NewHash(sha))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func (f *fixture) treeOf(sha string) string {
 // the target alone.
 func (f *fixture) checkParents(t *testing.T, name string, res Result, strategy, target, head string) {
 	t.Helper()
-	c, err := f.repo.commit(plumbing.NewHash(res.MergeSHA))
+	c, err := f.repo.store.Commit(plumbing.NewHash(res.MergeSHA))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +297,7 @@ func joinLines(ls []string, dropLastNewline bool) string {
 // 1), so that the two sides' edits are apart, or close when both were given
 // the same half. (Moved lines are TestMergeLinesMovedBlocks'.)
 func (g *historyGen) editFile(p string, fl file, half int) file {
-	ls := splitLines(fl.content)
+	ls := engine.SplitLines(fl.content)
 	repetitive := false
 	for _, l := range ls {
 		for _, c := range commonLines {

@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
 
 // TestDurabilityModes: in sync mode a merge fsyncs its new objects, their
@@ -40,7 +43,7 @@ func TestDurabilityModes(t *testing.T) {
 				events = append(events, "point "+point)
 				return nil
 			}
-			res, err := repo.Merge(request("feature", "main", feature, StrategyMerge, 42))
+			res, err := repo.Merge(context.Background(), request("feature", "main", feature, StrategyMerge, 42))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +62,7 @@ func TestDurabilityModes(t *testing.T) {
 				}
 				return
 			}
-			moved := index("point " + crashLockWritten)
+			moved := index("point " + reflock.CrashLockWritten)
 			if moved < 0 {
 				t.Fatalf("no ref update seen: %v", events)
 			}
@@ -68,13 +71,13 @@ func TestDurabilityModes(t *testing.T) {
 				"the merge commit":    "fsync " + commit,
 				"its directory":       "fsync " + filepath.Dir(commit),
 				"objects/":            "fsync " + filepath.Join(f.bare, "objects"),
-				"the ref's new value": "fsync " + filepath.Join(f.bare, workDir, "ref-"),
+				"the ref's new value": "fsync " + filepath.Join(f.bare, reflock.WorkDir, "ref-"),
 			} {
 				if i := index(prefix); i < 0 || i > moved {
 					t.Errorf("%s: not fsynced before the ref moved (%q at %d, ref moved at %d)\n%s", what, prefix, i, moved, strings.Join(events, "\n"))
 				}
 			}
-			if i, renamed := slices.Index(events, "fsync "+filepath.Join(f.bare, "refs", "heads")), index("point "+crashRenamed); i < renamed {
+			if i, renamed := slices.Index(events, "fsync "+filepath.Join(f.bare, "refs", "heads")), index("point "+reflock.CrashRenamed); i < renamed {
 				t.Errorf("refs/heads not fsynced after the rename:\n%s", strings.Join(events, "\n"))
 			}
 		})

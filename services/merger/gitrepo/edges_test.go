@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -28,22 +29,13 @@ type outcome struct {
 // merges each PR branch into its target with Merge and with git merge-tree.
 func runScenarios(f *fixture, scs []scenario) []outcome {
 	f.t.Helper()
-	var specs []commitSpec
-	for i, sc := range scs {
-		base, ours, theirs := fmt.Sprintf("s%d-base", i), fmt.Sprintf("s%d-ours", i), fmt.Sprintf("s%d-theirs", i)
-		specs = append(specs,
-			commitSpec{ref: base, files: sc.base},
-			commitSpec{ref: ours, parents: []string{base}, files: sc.ours},
-			commitSpec{ref: theirs, parents: []string{base}, files: sc.theirs},
-		)
-	}
-	shas := f.build(specs...)
+	shas := buildScenarios(f, scs)
 	out := make([]outcome, len(scs))
 	for i, sc := range scs {
 		ours, theirs := fmt.Sprintf("s%d-ours", i), fmt.Sprintf("s%d-theirs", i)
 		o := &out[i]
 		o.gitTree, o.gitClean = f.mergeTree(shas[ours], shas[theirs])
-		res, err := f.repo.Merge(request(theirs, ours, shas[theirs], StrategyMerge, i+1))
+		res, err := f.repo.Merge(context.Background(), request(theirs, ours, shas[theirs], StrategyMerge, i+1))
 		switch {
 		case err == nil:
 			o.tree = f.rev(res.MergeSHA + "^{tree}")
@@ -206,4 +198,82 @@ func TestLineMergeRespectsAttributes(t *testing.T) {
 	if o.conflict == nil || o.gitClean {
 		t.Errorf("with info/attributes: conflict %v, git clean %v; want both to conflict", o.conflict, o.gitClean)
 	}
+}
+
+// expected is a scenario with the outcome it must have: want is "clean"
+// (both clean, same tree), "conflict" (both conflict) or "refused" (git
+// clean; a conflict here whose reason names inReason).
+type expected struct {
+	scenario
+	want, inReason string
+}
+
+// checkExpected runs the cases and holds each to its expected outcome, and
+// every clean one to git's tree.
+func checkExpected(t *testing.T, f *fixture, cases []expected) {
+	t.Helper()
+	scs := make([]scenario, len(cases))
+	for i, c := range cases {
+		scs[i] = c.scenario
+	}
+	for i, o := range runScenarios(f, scs) {
+		c := cases[i]
+		if !checkNeverWrong(t, c.name, o) {
+			continue
+		}
+		var reason string
+		if o.conflict != nil {
+			reason = o.conflict.Reason
+		}
+		switch c.want {
+		case "clean":
+			if o.tree == "" || !o.gitClean {
+				t.Errorf("%s: conflict %q, git clean %v; want both clean", c.name, reason, o.gitClean)
+			}
+		case "conflict":
+			if o.conflict == nil || o.gitClean {
+				t.Errorf("%s: conflict %q, git clean %v; want both to conflict", c.name, reason, o.gitClean)
+			}
+		case "refused":
+			if o.conflict == nil || !o.gitClean || !strings.Contains(reason, c.inReason) {
+				t.Errorf("%s: conflict %q, git clean %v; want git clean and a refusal naming %q", c.name, reason, o.gitClean, c.inReason)
+			}
+		default:
+			t.Fatalf("%s: unknown expectation %q", c.name, c.want)
+		}
+		t.Logf("%-75s %s (git clean %v) %s", c.name, map[bool]string{true: "merged", false: "conflict"}[o.tree != ""], o.gitClean, reason)
+	}
+}
+
+// tally counts scenarios' outcomes.
+type tally struct {
+	same    int // merged as git merges
+	refused int // a conflict here, clean for git
+	both    int // a conflict for both
+}
+
+// runTally runs the scenarios, holds every clean result to git's tree
+// (logging the snapshots of one that is not) and counts the others'
+// outcomes; each, if not nil, is shown every one of them.
+func runTally(t *testing.T, f *fixture, scs []scenario, each func(i int, o outcome)) tally {
+	t.Helper()
+	var c tally
+	for i, o := range runScenarios(f, scs) {
+		if !checkNeverWrong(t, scs[i].name, o) {
+			t.Logf("%s:\n base   %q\n ours   %q\n theirs %q", scs[i].name, scs[i].base, scs[i].ours, scs[i].theirs)
+			continue
+		}
+		switch {
+		case o.tree != "":
+			c.same++
+		case o.gitClean:
+			c.refused++
+		default:
+			c.both++
+		}
+		if each != nil {
+			each(i, o)
+		}
+	}
+	return c
 }

@@ -3,7 +3,10 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
 
 // Sentinel errors; match them with errors.Is (they are always wrapped with
@@ -15,7 +18,7 @@ var (
 	// malformed. Nothing invalid ever touches a path or a ref.
 	ErrInvalid = errors.New("invalid")
 	// ErrBranchNotFound: the source or target branch does not exist.
-	ErrBranchNotFound = errors.New("branch not found")
+	ErrBranchNotFound = gitobj.ErrBranchNotFound
 	// ErrHeadMoved: the source branch no longer points at the requested
 	// head sha (and the PR's work is not in the target yet).
 	ErrHeadMoved = errors.New("head moved")
@@ -24,7 +27,7 @@ var (
 	ErrNotFastForward = errors.New("not a fast-forward")
 	// ErrConflict: the merge cannot be done without a human; the error is a
 	// *ConflictError naming the paths.
-	ErrConflict = errors.New("merge conflict")
+	ErrConflict = engine.ErrConflict
 	// ErrTargetBusy: the target branch stayed locked by another writer, or
 	// kept moving, for the whole retry budget. Nothing was changed; trying
 	// again later is safe. When the lock stays, the error names the lock
@@ -41,32 +44,14 @@ var (
 // (sorted, at most MaxConflictPaths) and a human sentence saying why.
 // Paths is empty when the histories themselves cannot be merged (no merge
 // base; more than two merge bases, or two that do not merge cleanly).
-type ConflictError struct {
-	Paths  []string
-	Reason string
-}
+type ConflictError = engine.ConflictError
 
 // MaxConflictPaths caps ConflictError.Paths, like every list in an event.
-const MaxConflictPaths = 1000
+const MaxConflictPaths = engine.MaxConflictPaths
 
-func (e *ConflictError) Error() string {
-	var b strings.Builder
-	b.WriteString("merge conflict: ")
-	b.WriteString(e.Reason)
-	if len(e.Paths) > 0 {
-		const show = 5
-		shown := e.Paths[:min(len(e.Paths), show)]
-		fmt.Fprintf(&b, " (%d paths: %s", len(e.Paths), strings.Join(shown, ", "))
-		if len(e.Paths) > show {
-			b.WriteString(", …")
-		}
-		b.WriteString(")")
-	}
-	return b.String()
-}
-
-// Is makes errors.Is(err, ErrConflict) true for a *ConflictError.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+// FaultRefLocked is the fault point (platform/fault) hit right after a ref
+// lock is taken: crash tests make a merger die there, holding the lock.
+const FaultRefLocked = reflock.FaultRefLocked
 
 // invalidf builds an ErrInvalid error.
 func invalidf(format string, args ...any) error {

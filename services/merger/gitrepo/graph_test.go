@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/history"
 )
 
 // TestMergeBasesMatchGit: on random histories full of merges (criss-cross
@@ -37,25 +39,25 @@ func TestMergeBasesMatchGit(t *testing.T) {
 				}
 			}
 			shas := f.build(specs...)
-			defer f.repo.session()()
+			defer f.repo.store.Session()()
 			multi := 0
 			for range 60 {
 				a, b := specs[rng.IntN(n)].ref, specs[rng.IntN(n)].ref
-				ca, err := f.repo.commit(plumbing.NewHash(shas[a]))
+				ca, err := f.repo.store.Commit(plumbing.NewHash(shas[a]))
 				if err != nil {
 					t.Fatal(err)
 				}
-				cb, err := f.repo.commit(plumbing.NewHash(shas[b]))
+				cb, err := f.repo.store.Commit(plumbing.NewHash(shas[b]))
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := f.repo.mergeBases(ca, cb)
+				got, err := f.repo.history.MergeBases(context.Background(), ca, cb)
 				if err != nil {
 					t.Fatal(err)
 				}
 				out, _ := f.gitErr("", "", "merge-base", "--all", shas[a], shas[b]) // exit 1: no common history
 				want := strings.Fields(out)
-				goGit, err := f.repo.fallbackMergeBases(ca, cb, errGraphTooLarge)
+				goGit, err := f.repo.history.FallbackMergeBases(ca, cb, history.ErrGraphTooLarge)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -115,7 +117,7 @@ func TestRecordedMergeAfterOthersMoveTheBranch(t *testing.T) {
 func TestMergeWithoutGraph(t *testing.T) {
 	f := newFixture(t)
 	_, feature := buildNested(f)
-	f.repo.graph = &commitGraph{tooLarge: true}
+	f.repo.history.Disable()
 	req := request("feature", "main", feature, StrategyMerge, 42)
 	first := f.merge(req)
 	if first.AlreadyMerged {

@@ -3,7 +3,7 @@ package gitrepo
 import "sort"
 
 // The commit graphs of all the repositories of a Repos share one bound:
-// each is capped at maxGraphNodes, but a merger serves thousands of
+// each is capped (history.maxGraphNodes), but a merger serves thousands of
 // repositories and per-repository caps multiply. When the graphs together
 // hold more than the bound, those of the repositories merged into least
 // recently are dropped; the next merge into one rebuilds it from the
@@ -43,7 +43,7 @@ func (rs *Repos) sweepGraphs() {
 		if !r.mu.TryLock() {
 			continue
 		}
-		if n := len(r.graph.nodes); n > 0 {
+		if n := r.history.Nodes(); n > 0 {
 			hs = append(hs, held{r, n})
 			total += n
 		} else {
@@ -53,7 +53,7 @@ func (rs *Repos) sweepGraphs() {
 	sort.Slice(hs, func(i, j int) bool { return hs[i].r.lastUse < hs[j].r.lastUse })
 	for _, h := range hs {
 		if total > rs.graphLimit {
-			h.r.graph = newCommitGraph()
+			h.r.history.Reset()
 			total -= h.nodes
 		}
 		h.r.mu.Unlock()

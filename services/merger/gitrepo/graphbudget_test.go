@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"testing"
 )
 
@@ -19,7 +20,7 @@ func TestGraphsBoundedAcrossRepositories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := busy.Merge(MergeRequest{
+	if _, err := busy.Merge(context.Background(), MergeRequest{
 		SourceBranch: "feature", TargetBranch: "main", HeadSHA: feature, Strategy: StrategyMerge,
 		PRID: "acme/busy#1", PRNumber: 1, CorrelationID: "c", Title: "t",
 		Author: Signature{Name: "A", Email: "a@example.com"}, Committer: Signature{Name: "C", Email: "c@example.com"},
@@ -30,7 +31,7 @@ func TestGraphsBoundedAcrossRepositories(t *testing.T) {
 	if _, err := f.repos.Open("acme/busy"); err != nil { // the most recent use
 		t.Fatal(err)
 	}
-	idleNodes, busyNodes := len(idle.graph.nodes), len(busy.graph.nodes)
+	idleNodes, busyNodes := idle.history.Nodes(), busy.history.Nodes()
 	if idleNodes == 0 || busyNodes == 0 {
 		t.Fatalf("graphs hold %d and %d commits after a merge each; the test shows nothing", idleNodes, busyNodes)
 	}
@@ -39,10 +40,10 @@ func TestGraphsBoundedAcrossRepositories(t *testing.T) {
 	f.repos.graphLimit = busyNodes
 	f.repos.sweepGraphs()
 	f.repos.mu.Unlock()
-	if n := len(idle.graph.nodes); n != 0 {
+	if n := idle.history.Nodes(); n != 0 {
 		t.Errorf("the least recently used graph holds %d commits after the sweep, want it dropped", n)
 	}
-	if n := len(busy.graph.nodes); n != busyNodes {
+	if n := busy.history.Nodes(); n != busyNodes {
 		t.Errorf("the most recently used graph holds %d commits after the sweep, want %d kept", n, busyNodes)
 	}
 
@@ -56,7 +57,7 @@ func TestGraphsBoundedAcrossRepositories(t *testing.T) {
 	if got := f.rev(res.MergeSHA + "^{tree}"); got != wantTree {
 		t.Errorf("merge tree after the graph was dropped = %s, git merge-tree writes %s", got, wantTree)
 	}
-	if len(idle.graph.nodes) == 0 {
+	if idle.history.Nodes() == 0 {
 		t.Error("the merge did not rebuild the dropped graph")
 	}
 	f.fsck()

@@ -201,21 +201,7 @@ func (f *fixture) build(specs ...commitSpec) map[string]string {
 				fmt.Fprintf(&b, "merge %s\n", from)
 			}
 		}
-		b.WriteString("deleteall\n")
-		paths := make([]string, 0, len(s.files))
-		for p := range s.files {
-			paths = append(paths, p)
-		}
-		sort.Strings(paths)
-		for _, p := range paths {
-			fl := s.files[p]
-			if fl.mode == "160000" {
-				fmt.Fprintf(&b, "M 160000 %s %s\n", fl.content, p)
-				continue
-			}
-			fmt.Fprintf(&b, "M %s inline %s\ndata %d\n%s\n", fl.mode, p, len(fl.content), fl.content)
-		}
-		b.WriteString("\n")
+		writeSnapshot(&b, s.files)
 		marks[s.ref] = mark
 	}
 	if _, err := f.gitErr("", b.String(), "fast-import", "--quiet", "--force"); err != nil {
@@ -226,6 +212,26 @@ func (f *fixture) build(specs ...commitSpec) map[string]string {
 		shas[s.ref] = f.rev("refs/heads/" + s.ref)
 	}
 	return shas
+}
+
+// writeSnapshot writes a fast-import commit's file commands: the whole
+// snapshot, replacing the parent's tree, paths sorted.
+func writeSnapshot(b *strings.Builder, files map[string]file) {
+	b.WriteString("deleteall\n")
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		fl := files[p]
+		if fl.mode == "160000" {
+			fmt.Fprintf(b, "M 160000 %s %s\n", fl.content, p)
+			continue
+		}
+		fmt.Fprintf(b, "M %s inline %s\ndata %d\n%s\n", fl.mode, p, len(fl.content), fl.content)
+	}
+	b.WriteString("\n")
 }
 
 // request is a merge request for PR #n from source into target.
@@ -244,7 +250,7 @@ func request(source, target, head, strategy string, n int) MergeRequest {
 // merge runs Merge, failing the test on error.
 func (f *fixture) merge(req MergeRequest) Result {
 	f.t.Helper()
-	res, err := f.repo.Merge(req)
+	res, err := f.repo.Merge(context.Background(), req)
 	if err != nil {
 		f.t.Fatalf("Merge(%s into %s, %s): %v", req.SourceBranch, req.TargetBranch, req.Strategy, err)
 	}

@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -98,25 +99,14 @@ func TestInexactRenamesNeverWrong(t *testing.T) {
 		scs = append(scs, sc)
 		clear = append(clear, !rivals && len(renamed) == lines && k*10 <= lines*2 && !long)
 	}
-	var same, refused, both, clearRefused int
-	for i, o := range runScenarios(f, scs) {
-		if !checkNeverWrong(t, scs[i].name, o) {
-			t.Logf("%s:\n base   %q\n ours   %q\n theirs %q", scs[i].name, scs[i].base, scs[i].ours, scs[i].theirs)
-			continue
+	var clearRefused int
+	c := runTally(t, f, scs, func(i int, o outcome) {
+		if o.tree == "" && o.gitClean && clear[i] { // refused where git merges
+			clearRefused++
+			t.Logf("%s: refused where clear: %s", scs[i].name, o.conflict.Reason)
 		}
-		switch {
-		case o.tree != "":
-			same++
-		case o.gitClean:
-			refused++
-			if clear[i] {
-				clearRefused++
-				t.Logf("%s: refused where clear: %s", scs[i].name, o.conflict.Reason)
-			}
-		default:
-			both++
-		}
-	}
+	})
+	same, refused, both := c.same, c.refused, c.both
 	t.Logf("%d histories: %d as git, %d refused where git merges (%d of them clear cases), %d conflicts for both", n, same, refused, clearRefused, both)
 	if clearRefused > 0 {
 		t.Errorf("%d clear inexact renames refused", clearRefused)
@@ -151,10 +141,7 @@ func TestInexactRenameCases(t *testing.T) {
 		conflict = "conflict"
 		refused  = "refused"
 	)
-	cases := []struct {
-		scenario
-		want, inReason string
-	}{
+	cases := []expected{
 		{scenario{"renamed with an edit, edited apart on the other side", base,
 			with(base, map[string]file{"p": {}, "q": reg(edit([]int{28}, "ours"))}),
 			with(base, map[string]file{"p": reg(edit([]int{2}, "theirs"))})}, clean, ""},
@@ -187,35 +174,7 @@ func TestInexactRenameCases(t *testing.T) {
 			with(base, map[string]file{"p": reg(edit([]int{2}, "theirs")), "q": reg("other\n")})}, conflict, ""},
 	}
 	f := newFixture(t)
-	scs := make([]scenario, len(cases))
-	for i, c := range cases {
-		scs[i] = c.scenario
-	}
-	for i, o := range runScenarios(f, scs) {
-		c := cases[i]
-		if !checkNeverWrong(t, c.name, o) {
-			continue
-		}
-		var reason string
-		if o.conflict != nil {
-			reason = o.conflict.Reason
-		}
-		switch c.want {
-		case clean:
-			if o.tree == "" || !o.gitClean {
-				t.Errorf("%s: conflict %q, git clean %v; want both clean", c.name, reason, o.gitClean)
-			}
-		case conflict:
-			if o.conflict == nil || o.gitClean {
-				t.Errorf("%s: conflict %q, git clean %v; want both to conflict", c.name, reason, o.gitClean)
-			}
-		case refused:
-			if o.conflict == nil || !o.gitClean || !strings.Contains(reason, c.inReason) {
-				t.Errorf("%s: conflict %q, git clean %v; want git clean and a refusal naming %q", c.name, reason, o.gitClean, c.inReason)
-			}
-		}
-		t.Logf("%-75s %s (git clean %v) %s", c.name, map[bool]string{true: "merged", false: "conflict"}[o.tree != ""], o.gitClean, reason)
-	}
+	checkExpected(t, f, cases)
 
 	// Merge attributes: the same edit place on both sides conflicts, unless
 	// the file merges with union.
@@ -244,7 +203,7 @@ func TestInexactRenameCases(t *testing.T) {
 			commitSpec{ref: pre + "theirs", parents: []string{pre + "base"}, files: theirs},
 		)
 		gitTree, gitClean := f.mergeTreeWithAttributes(shas[pre+"ours"], shas[pre+"theirs"])
-		res, err := f.repo.Merge(request(pre+"theirs", pre+"ours", shas[pre+"theirs"], StrategyMerge, 1000))
+		res, err := f.repo.Merge(context.Background(), request(pre+"theirs", pre+"ours", shas[pre+"theirs"], StrategyMerge, 1000))
 		ce, isConflict := IsConflict(err)
 		switch {
 		case err == nil:

@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
 
 // memJournal is a Journal in memory, for the tests of this package; the
@@ -134,12 +138,12 @@ func TestSquashRecordedBeforeTheRefMoves(t *testing.T) {
 	req := request("feature", "main", feature, StrategySquash, 45)
 	req.Journal = j
 	f.repo.hooks.refCrash = func(point string) error {
-		if point == crashRenamed {
+		if point == reflock.CrashRenamed {
 			return errCrash
 		}
 		return nil
 	}
-	if _, err := f.repo.Merge(req); !errors.Is(err, errCrash) {
+	if _, err := f.repo.Merge(context.Background(), req); !errors.Is(err, errCrash) {
 		t.Fatalf("Merge = %v, want the simulated crash", err)
 	}
 	f.repo.hooks.refCrash = nil
@@ -148,7 +152,7 @@ func TestSquashRecordedBeforeTheRefMoves(t *testing.T) {
 		recorded[0].PRID != req.PRID || recorded[0].CorrelationID != req.CorrelationID || recorded[0].Strategy != StrategySquash {
 		t.Fatalf("main = %s (was %s), recorded %+v; want the squash recorded onto the old head", squash, main, recorded)
 	}
-	_ = os.Remove(loosePath(f.bare, "main") + ".lock") // as the next merge would break it
+	_ = os.Remove(gitobj.LoosePath(f.bare, "main") + ".lock") // as the next merge would break it
 	res := f.merge(req)
 	if !res.AlreadyMerged || res.MergeSHA != squash || res.BaseSHA != main {
 		t.Errorf("redelivery = %+v; want AlreadyMerged at %s onto %s", res, squash, main)
@@ -162,7 +166,7 @@ func TestSquashRecordedBeforeTheRefMoves(t *testing.T) {
 	other.Journal = newMemJournal()
 	other.Journal.(*memJournal).onRecord = func(JournalEntry) error { return errors.New("database is down") }
 	before := f.rev("main")
-	if _, err := f.repo.Merge(other); err == nil || !strings.Contains(err.Error(), "database is down") {
+	if _, err := f.repo.Merge(context.Background(), other); err == nil || !strings.Contains(err.Error(), "database is down") {
 		t.Fatalf("Merge with a failing journal = %v; want its error", err)
 	}
 	if got := f.rev("main"); got != before {
@@ -175,10 +179,7 @@ func TestSquashRecordedBeforeTheRefMoves(t *testing.T) {
 // fast-forward by itself; the journal is not written.
 func TestFastForwardIsNotRecorded(t *testing.T) {
 	f := newFixture(t)
-	shas := f.build(
-		commitSpec{ref: "main", files: nestedBase},
-		commitSpec{ref: "feature", parents: []string{"main"}, files: nestedTheirs},
-	)
+	shas := buildForked(f)
 	req := request("feature", "main", shas["feature"], StrategyFastForward, 47)
 	j := newMemJournal()
 	j.onRecord = func(e JournalEntry) error { return fmt.Errorf("recorded %+v", e) }
@@ -197,7 +198,7 @@ func TestJournalRequired(t *testing.T) {
 	main, feature := buildNested(f)
 	req := request("feature", "main", feature, StrategySquash, 48)
 	req.Journal = nil
-	if _, err := f.repo.Merge(req); !errors.Is(err, errNoJournal) {
+	if _, err := f.repo.Merge(context.Background(), req); !errors.Is(err, errNoJournal) {
 		t.Fatalf("Merge without a journal = %v", err)
 	}
 	if f.rev("main") != main {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
 )
 
 // lines joins numbered lines "<prefix><n>\n" for each n.
@@ -56,7 +57,7 @@ func TestMergeLinesSemantics(t *testing.T) {
 		{"emptied on both sides, one also adds", base, "", "new\n", ""},
 		{"everything rewritten identically", base, "a\nb\n", "a\nb\n", "a\nb\n"},
 	} {
-		got, why := mergeLines(tc.base, tc.ours, tc.theirs, lineStyleText)
+		got, why := engine.MergeLines(tc.base, tc.ours, tc.theirs, engine.LineStyleText)
 		if (why == "") != (tc.want != "") || got != tc.want {
 			t.Errorf("%s: mergeLines = %q (%s), want %q", tc.name, got, why, tc.want)
 		}
@@ -120,7 +121,7 @@ func TestMergeLinesMatchesGitMergeFile(t *testing.T) {
 			theirs = g.edit(theirs)
 		}
 		bt, ot, tt := strings.Join(base, ""), strings.Join(ours, ""), strings.Join(theirs, "")
-		got, why := mergeLines(bt, ot, tt, lineStyleText)
+		got, why := engine.MergeLines(bt, ot, tt, engine.LineStyleText)
 		want, gitOK := gitMergeFile(t, bt, ot, tt)
 		if (why == "") != gitOK || gitOK && got != want {
 			t.Errorf("case %d: mergeLines = %q (%s), git merge-file = %q (clean %v)\nbase %q\nours %q\ntheirs %q",
@@ -232,7 +233,7 @@ func TestMergeLinesMovedBlocks(t *testing.T) {
 		if clean {
 			gitClean++
 		}
-		merged, why := mergeLines(c.base, c.ours, c.theirs, lineStyleText)
+		merged, why := engine.MergeLines(c.base, c.ours, c.theirs, engine.LineStyleText)
 		if why != "" {
 			if clean {
 				t.Errorf("case %d: refused (%s), but git merges\nbase   %q\nours   %q\ntheirs %q", i, why, c.base, c.ours, c.theirs)
@@ -290,15 +291,15 @@ func FuzzMergeLines(f *testing.F) {
 	f.Add("x\r\ny", "x\r\nz", "w\r\ny")
 	f.Add("", "a\n", "b")
 	f.Fuzz(func(t *testing.T, base, ours, theirs string) {
-		m1, why1 := mergeLines(base, ours, theirs, lineStyleText)
-		m2, why2 := mergeLines(base, theirs, ours, lineStyleText)
+		m1, why1 := engine.MergeLines(base, ours, theirs, engine.LineStyleText)
+		m2, why2 := engine.MergeLines(base, theirs, ours, engine.LineStyleText)
 		if (why1 == "") != (why2 == "") || m1 != m2 {
 			t.Errorf("not symmetric: %q (%s) and %q (%s)", m1, why1, m2, why2)
 		}
-		if got, why := mergeLines(base, base, theirs, lineStyleText); why != "" || got != theirs {
+		if got, why := engine.MergeLines(base, base, theirs, engine.LineStyleText); why != "" || got != theirs {
 			t.Errorf("ours unchanged: %q (%s), want theirs", got, why)
 		}
-		u, whyU := mergeLines(base, ours, theirs, lineStyleUnion)
+		u, whyU := engine.MergeLines(base, ours, theirs, engine.LineStyleUnion)
 		if whyU == "" && why1 == "" && u != m1 {
 			t.Errorf("union differs from a clean text merge: %q and %q", u, m1)
 		}

@@ -1,12 +1,15 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
 
 // Merge merges the PR head req.HeadSHA into the current head of
@@ -36,9 +39,25 @@ import (
 // the new head, already-merged check included; if the branch stays locked
 // or keeps moving, Merge gives up with ErrTargetBusy. Merge is safe for
 // concurrent use, and with other processes writing the repository.
-func (r *Repo) Merge(req MergeRequest) (Result, error) {
+//
+// Merge stops when ctx is cancelled, returning ctx's error wrapped: it
+// checks it while it plans (history walks, every directory and every file
+// merged, the line diffs of large files) and while it waits for a busy
+// ref. The point of no return is taking the target's ref lock: a merge
+// cancelled before it leaves the ref where it was and no lock behind
+// (what it wrote until then — loose objects nothing points at, perhaps a
+// journal record of a commit that never reached the target — is harmless:
+// see Journal); once the lock is taken, the ref update runs to its end
+// (a few file operations) and the merge reports its result.
+func (r *Repo) Merge(ctx context.Context, req MergeRequest) (Result, error) {
 	if err := req.validate(r.name); err != nil {
 		return Result{}, err
+	}
+	stopped := func(err error) (Result, error) {
+		return Result{}, fmt.Errorf("merge %s into %s: stopped: %w", req.PRID, req.TargetBranch, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return stopped(err)
 	}
 	if req.Journal == nil {
 		return Result{}, errNoJournal
@@ -51,39 +70,49 @@ func (r *Repo) Merge(req MergeRequest) (Result, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer r.session()()
+	defer r.store.Session()()
 
 	var p *plan
 	var last error
 	for attempt := 0; attempt < r.retry.attempts; attempt++ {
 		if p == nil {
-			r.refresh()
+			r.store.Refresh()
 			var err error
-			if p, err = r.plan(req); err != nil {
+			if p, err = r.plan(ctx, req); err != nil {
 				return Result{}, fmt.Errorf("merge %s into %s: %w", req.PRID, req.TargetBranch, err)
 			}
 			if p.result.AlreadyMerged {
 				// A merger killed after moving the ref, before releasing
 				// its lock, left the lock: git writers would wait for the
 				// next merge into this branch to break it.
-				_, _ = r.breakDeadLock(loosePath(r.dir, req.TargetBranch) + ".lock")
+				_, _ = r.locks.BreakDead(gitobj.LoosePath(r.dir, req.TargetBranch) + ".lock")
 				return p.result, nil
+			}
+			if err := ctx.Err(); err != nil {
+				return stopped(err)
 			}
 			if err := r.record(req, p); err != nil {
 				return Result{}, fmt.Errorf("merge %s into %s: %w", req.PRID, req.TargetBranch, err)
 			}
 			call(r.hooks.beforeRefUpdate)
 		}
+		if err := ctx.Err(); err != nil {
+			return stopped(err) // the last moment to stop: the lock is not taken
+		}
 		err := r.updateRef(req.TargetBranch, p.old, p.new)
 		switch {
 		case err == nil:
 			return p.result, nil
-		case errors.Is(err, errRefLocked):
+		case errors.Is(err, reflock.ErrLocked):
 			// Someone else is writing the branch: keep the plan (the update
 			// re-checks the old value under the lock) and wait a little.
 			call(r.hooks.lockBusy)
-			time.Sleep(r.retry.wait(attempt))
-		case errors.Is(err, errRefChanged):
+			select {
+			case <-time.After(r.retry.wait(attempt)):
+			case <-ctx.Done():
+				return stopped(ctx.Err())
+			}
+		case errors.Is(err, reflock.ErrChanged):
 			p = nil // lost a race: plan again on the new target head
 		default:
 			return Result{}, fmt.Errorf("merge %s into %s: %w", req.PRID, req.TargetBranch, err)
@@ -101,27 +130,27 @@ type plan struct {
 	result   Result // AlreadyMerged: nothing to move
 }
 
-func (r *Repo) plan(req MergeRequest) (*plan, error) {
-	targetHash, err := readRef(r.dir, req.TargetBranch)
+func (r *Repo) plan(ctx context.Context, req MergeRequest) (*plan, error) {
+	targetHash, err := gitobj.ReadRef(r.dir, req.TargetBranch)
 	if err != nil {
 		return nil, fmt.Errorf("target branch: %w", err)
 	}
-	target, err := r.commit(targetHash)
+	target, err := r.store.Commit(targetHash)
 	if err != nil {
 		return nil, fmt.Errorf("target head: %w", err)
 	}
 	headHash := plumbing.NewHash(req.HeadSHA)
-	head, err := r.commit(headHash)
-	if err != nil && !errors.Is(err, errObjectMissing) {
+	head, err := r.store.Commit(headHash)
+	if err != nil && !errors.Is(err, gitobj.ErrObjectMissing) {
 		return nil, fmt.Errorf("PR head: %w", err)
 	}
 	var bases []*object.Commit
 	if head != nil {
-		if bases, err = r.mergeBases(target, head); err != nil {
+		if bases, err = r.history.MergeBases(ctx, target, head); err != nil {
 			return nil, err
 		}
 	}
-	done, ok, err := r.alreadyMerged(req, target, head, bases)
+	done, ok, err := r.alreadyMerged(ctx, req, target, head, bases)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +158,7 @@ func (r *Repo) plan(req MergeRequest) (*plan, error) {
 		return &plan{result: done}, nil
 	}
 
-	srcHash, err := readRef(r.dir, req.SourceBranch)
+	srcHash, err := gitobj.ReadRef(r.dir, req.SourceBranch)
 	if err != nil {
 		return nil, fmt.Errorf("source branch: %w", err)
 	}
@@ -137,19 +166,19 @@ func (r *Repo) plan(req MergeRequest) (*plan, error) {
 		return nil, fmt.Errorf("source branch %s is at %s, not %s: %w", req.SourceBranch, srcHash, headHash, ErrHeadMoved)
 	}
 	if head == nil {
-		return nil, fmt.Errorf("PR head: %w", errObjectMissing)
+		return nil, fmt.Errorf("PR head: %w", gitobj.ErrObjectMissing)
 	}
 	if req.Strategy == StrategyFastForward {
-		return r.planFastForward(target, head, bases)
+		return r.planFastForward(ctx, target, head, bases)
 	}
-	return r.planMerge(req, target, head, bases)
+	return r.planMerge(ctx, req, target, head, bases)
 }
 
-func (r *Repo) planFastForward(target, head *object.Commit, bases []*object.Commit) (*plan, error) {
+func (r *Repo) planFastForward(ctx context.Context, target, head *object.Commit, bases []*object.Commit) (*plan, error) {
 	if len(bases) != 1 || bases[0].Hash != target.Hash {
 		return nil, fmt.Errorf("target head %s is not an ancestor of %s: %w", target.Hash, head.Hash, ErrNotFastForward)
 	}
-	changed, err := r.changedPaths(target.TreeHash, head.TreeHash)
+	changed, err := r.engine().ChangedPaths(ctx, target.TreeHash, head.TreeHash)
 	if err != nil {
 		return nil, err
 	}
@@ -158,16 +187,16 @@ func (r *Repo) planFastForward(target, head *object.Commit, bases []*object.Comm
 	}}, nil
 }
 
-func (r *Repo) planMerge(req MergeRequest, target, head *object.Commit, bases []*object.Commit) (*plan, error) {
+func (r *Repo) planMerge(ctx context.Context, req MergeRequest, target, head *object.Commit, bases []*object.Commit) (*plan, error) {
 	if len(bases) == 0 {
 		return nil, &ConflictError{Reason: "the PR head and the target branch have no common history"}
 	}
-	defer func() { r.overlay = nil }() // the virtual base's objects, if any
-	baseTree, err := r.baseTree(bases, target.TreeHash, 0)
+	e := r.engine() // holds the virtual base's objects, if any
+	baseTree, err := e.BaseTree(ctx, bases, target.TreeHash)
 	if err != nil {
 		return nil, err
 	}
-	tree, trees, err := r.mergeTrees(baseTree, target.TreeHash, head.TreeHash, target.TreeHash)
+	tree, trees, err := e.MergeTrees(ctx, baseTree, target.TreeHash, head.TreeHash, target.TreeHash)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +210,7 @@ func (r *Repo) planMerge(req MergeRequest, target, head *object.Commit, bases []
 		if len(bases) > 1 { // what no merge base reaches: what the target does not
 			exclude = target.Hash
 		}
-		subjects, more, err := r.squashedSubjects(head.Hash, exclude)
+		subjects, more, err := r.squashedSubjects(ctx, head.Hash, exclude)
 		if err != nil {
 			return nil, err
 		}
@@ -191,22 +220,20 @@ func (r *Repo) planMerge(req MergeRequest, target, head *object.Commit, bases []
 		c.Message = mergeMessage(req)
 		c.ParentHashes = []plumbing.Hash{target.Hash, head.Hash}
 	}
-	obj, err := r.encodeCommit(c)
+	obj, err := r.store.EncodeCommit(c)
 	if err != nil {
 		return nil, err
 	}
 	// Trees first, then the commit: never an object pointing at a missing one.
-	if err := r.writeObjects(append(trees, obj)...); err != nil {
+	if err := r.store.WriteObjects(append(trees, obj)...); err != nil {
 		return nil, err
 	}
 	// The merge is the target's next head: the next merge into the branch
 	// starts from it.
 	c.Hash = obj.Hash()
-	r.objects.putCommit(c.Hash, c)
-	if r.ensureGraph(c.ParentHashes...) == nil {
-		r.graph.add(c)
-	}
-	changed, err := r.changedPaths(target.TreeHash, tree)
+	r.store.KeepCommit(c)
+	r.history.Added(ctx, c)
+	changed, err := e.ChangedPaths(ctx, target.TreeHash, tree)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -65,12 +66,19 @@ func buildNested(f *fixture) (main, feature string) {
 	return shas["main"], shas["feature"]
 }
 
-func TestFastForward(t *testing.T) {
-	f := newFixture(t)
-	shas := f.build(
+// buildForked makes main, and feature one commit ahead of it (the
+// nested layout changed), and returns their shas by branch.
+func buildForked(f *fixture) map[string]string {
+	f.t.Helper()
+	return f.build(
 		commitSpec{ref: "main", files: nestedBase},
 		commitSpec{ref: "feature", parents: []string{"main"}, files: nestedTheirs},
 	)
+}
+
+func TestFastForward(t *testing.T) {
+	f := newFixture(t)
+	shas := buildForked(f)
 	res := f.merge(request("feature", "main", shas["feature"], StrategyFastForward, 7))
 	want := Result{MergeSHA: shas["feature"], BaseSHA: shas["main"], ChangedPaths: f.diffNames(shas["main"], shas["feature"])}
 	if !equalResult(res, want) {
@@ -85,7 +93,7 @@ func TestFastForward(t *testing.T) {
 func TestFastForwardRefusedWhenDiverged(t *testing.T) {
 	f := newFixture(t)
 	main, feature := buildNested(f)
-	_, err := f.repo.Merge(request("feature", "main", feature, StrategyFastForward, 7))
+	_, err := f.repo.Merge(context.Background(), request("feature", "main", feature, StrategyFastForward, 7))
 	if !errors.Is(err, ErrNotFastForward) {
 		t.Fatalf("Merge error = %v, want ErrNotFastForward", err)
 	}
@@ -165,7 +173,7 @@ func TestMergeConflictNamesPaths(t *testing.T) {
 			"x.txt": reg("x on main\n"), "a/y.txt": {}, "a/z.txt": reg("z from the PR\n")})},
 	)
 	for _, strategy := range []string{StrategyMerge, StrategySquash} {
-		_, err := f.repo.Merge(request("feature", "main", shas["feature"], strategy, 3))
+		_, err := f.repo.Merge(context.Background(), request("feature", "main", shas["feature"], strategy, 3))
 		var ce *ConflictError
 		if !errors.Is(err, ErrConflict) || !errors.As(err, &ce) {
 			t.Fatalf("%s: Merge error = %v, want a *ConflictError", strategy, err)
@@ -187,13 +195,13 @@ func TestMergeHeadMoved(t *testing.T) {
 	main, feature := buildNested(f)
 	f.build(commitSpec{ref: "feature", parents: []string{"feature"}, files: nestedTheirs, msg: "pushed after validation"})
 	for _, strategy := range []string{StrategyMerge, StrategySquash, StrategyFastForward} {
-		_, err := f.repo.Merge(request("feature", "main", feature, strategy, 5))
+		_, err := f.repo.Merge(context.Background(), request("feature", "main", feature, strategy, 5))
 		if !errors.Is(err, ErrHeadMoved) {
 			t.Errorf("%s: Merge error = %v, want ErrHeadMoved", strategy, err)
 		}
 	}
 	// A head the repository has never seen.
-	if _, err := f.repo.Merge(request("feature", "main", strings.Repeat("ab", 20), StrategyMerge, 5)); !errors.Is(err, ErrHeadMoved) {
+	if _, err := f.repo.Merge(context.Background(), request("feature", "main", strings.Repeat("ab", 20), StrategyMerge, 5)); !errors.Is(err, ErrHeadMoved) {
 		t.Errorf("unknown head: Merge error = %v, want ErrHeadMoved", err)
 	}
 	if got := f.rev("main"); got != main {
@@ -262,7 +270,7 @@ func TestMergeBranchNotFound(t *testing.T) {
 	f := newFixture(t)
 	_, feature := buildNested(f)
 	for _, tc := range []struct{ source, target string }{{"feature", "nope"}, {"gone", "main"}} {
-		_, err := f.repo.Merge(request(tc.source, tc.target, feature, StrategyMerge, 1))
+		_, err := f.repo.Merge(context.Background(), request(tc.source, tc.target, feature, StrategyMerge, 1))
 		if !errors.Is(err, ErrBranchNotFound) {
 			t.Errorf("Merge %s into %s: error = %v, want ErrBranchNotFound", tc.source, tc.target, err)
 		}
@@ -287,7 +295,7 @@ func TestMergeRejectsInvalidRequests(t *testing.T) {
 	} {
 		req := request("feature", "main", feature, StrategyMerge, 42)
 		mutate(&req)
-		if _, err := f.repo.Merge(req); !errors.Is(err, ErrInvalid) {
+		if _, err := f.repo.Merge(context.Background(), req); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: Merge error = %v, want ErrInvalid", name, err)
 		}
 	}
@@ -332,7 +340,7 @@ func TestMergeRefusesHistoriesItCannotMerge(t *testing.T) {
 		{"y", "x", "3 merge bases"},
 		{"orphan", "main", "no common history"},
 	} {
-		_, err := f.repo.Merge(request(tc.source, tc.target, shas[tc.source], StrategyMerge, 1))
+		_, err := f.repo.Merge(context.Background(), request(tc.source, tc.target, shas[tc.source], StrategyMerge, 1))
 		var ce *ConflictError
 		if !errors.As(err, &ce) || !strings.Contains(ce.Reason, tc.why) {
 			t.Errorf("Merge %s into %s: error = %v, want a conflict about %s", tc.source, tc.target, err, tc.why)
@@ -388,7 +396,7 @@ func TestRevListMatchesGit(t *testing.T) {
 		{shas["main"], shas["main"]},
 	} {
 		want := f.git("", "rev-list", tc.exclude+".."+tc.head)
-		commits, err := f.repo.revList(plumbing.NewHash(tc.head), plumbing.NewHash(tc.exclude), 1000)
+		commits, err := f.repo.history.RevList(context.Background(), plumbing.NewHash(tc.head), plumbing.NewHash(tc.exclude), 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -67,10 +68,7 @@ func TestMergeReplansAfterLostRace(t *testing.T) {
 
 func TestMergeFindsWorkDoneDuringLostRace(t *testing.T) {
 	f := newFixture(t)
-	shas := f.build(
-		commitSpec{ref: "main", files: nestedBase},
-		commitSpec{ref: "feature", parents: []string{"main"}, files: nestedTheirs},
-	)
+	shas := buildForked(f)
 	var once sync.Once
 	f.repo.hooks.beforeRefUpdate = func() {
 		// Someone fast-forwards main to the PR head meanwhile.
@@ -106,7 +104,7 @@ func TestMergeWaitsForGitsRefLock(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := f.repo.Merge(request("feature", "main", feature, StrategyMerge, 42))
+		res, err := f.repo.Merge(context.Background(), request("feature", "main", feature, StrategyMerge, 42))
 		done <- outcome{res, err}
 	}()
 
@@ -148,7 +146,7 @@ func TestMergeGivesUpOnAStaleLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.repo.retry = retryPolicy{attempts: 3, backoff: time.Microsecond, maxWait: time.Microsecond}
-	_, err := f.repo.Merge(request("feature", "main", feature, StrategyMerge, 42))
+	_, err := f.repo.Merge(context.Background(), request("feature", "main", feature, StrategyMerge, 42))
 	if !errors.Is(err, ErrTargetBusy) {
 		t.Fatalf("Merge error = %v, want ErrTargetBusy", err)
 	}
@@ -210,7 +208,7 @@ func TestConcurrentPushesAndMerges(t *testing.T) {
 		for _, n := range numbers {
 			src := fmt.Sprintf("pr%d", n)
 			for range 2 { // the second Merge is a redelivery
-				if _, err := r.Merge(request(src, "main", shas[src], strategy, n)); err != nil {
+				if _, err := r.Merge(context.Background(), request(src, "main", shas[src], strategy, n)); err != nil {
 					errs <- fmt.Errorf("merge %s: %w", src, err)
 					return
 				}

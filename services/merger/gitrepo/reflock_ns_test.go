@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
 
 // Ref locks across pid namespaces: a merger in a container comes back
@@ -83,10 +86,10 @@ func TestMergerKilledInAnotherPidNamespace(t *testing.T) {
 	main, feature := buildNested(f)
 	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
 
-	h := startHelperVia(t, f, wrap, crashLockWritten, "feature,"+feature)
+	h := startHelperVia(t, f, wrap, reflock.CrashLockWritten, "feature,"+feature)
 	rec, _ := readLockRecord(t, lock)
-	if self, _ := me(); rec.pidns == self.pidns || rec.pid != 1 {
-		t.Fatalf("the holder is pid %d of %s; want pid 1 of a namespace other than ours (%s)", rec.pid, rec.pidns, self.pidns)
+	if self, _ := reflock.Self(); rec.PIDNS == self.PIDNS || rec.PID != 1 {
+		t.Fatalf("the holder is pid %d of %s; want pid 1 of a namespace other than ours (%s)", rec.PID, rec.PIDNS, self.PIDNS)
 	}
 	h.killAndReap(t)
 	waitFlockFree(t, lock)
@@ -111,7 +114,7 @@ func TestMergerKilledInAnotherPidNamespace(t *testing.T) {
 	if n := f.grepCount("main", "Prsaga-PR: acme/widgets#42"); n != 1 {
 		t.Errorf("%d commits with the PR's trailer, want 1", n)
 	}
-	if left, _ := filepath.Glob(filepath.Join(f.bare, workDir, "*-1-*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "*-1-*")); len(left) > 0 {
 		t.Errorf("temporary files named by pid are left: %v", left)
 	}
 	f.fsck()
@@ -133,26 +136,18 @@ func TestLiveHolderInAnotherPidNamespaceIsRespected(t *testing.T) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	var broke, merged sync.Map
-	for i := range n {
-		repos, err := NewRepos(f.root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, repo := range separateRepos(t, f, n) {
 		repo.retry = shortRetry
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
 			for range 50 {
-				if ok, _ := repo.breakDeadLock(lock); ok {
+				if ok, _ := repo.locks.BreakDead(lock); ok {
 					broke.Store(i, true)
 				}
 			}
-			if _, err := repo.Merge(request("feature", "main", feature, StrategyMerge, 42)); !errors.Is(err, ErrTargetBusy) {
+			if _, err := repo.Merge(context.Background(), request("feature", "main", feature, StrategyMerge, 42)); !errors.Is(err, ErrTargetBusy) {
 				merged.Store(i, err)
 			}
 		}()
@@ -175,36 +170,7 @@ func TestLiveHolderInAnotherPidNamespaceIsRespected(t *testing.T) {
 	// Killed: several breakers race; one breaks it and takes it at once.
 	h.killAndReap(t)
 	waitFlockFree(t, lock)
-	var mu sync.Mutex
-	broken := 0
-	start = make(chan struct{})
-	for range n {
-		repos, _ := NewRepos(f.root)
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			ok, err := repo.breakDeadLock(lock)
-			if err != nil && !errors.Is(err, errLockRaced) {
-				t.Error(err)
-			}
-			if ok {
-				if _, err := repo.acquireLock(lock); err != nil {
-					t.Error(err)
-				}
-				mu.Lock()
-				broken++
-				mu.Unlock()
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if broken != 1 {
+	if broken := raceToBreak(t, separateRepos(t, f, n), lock); broken != 1 {
 		t.Fatalf("%d breakers broke the dead lock, want exactly 1", broken)
 	}
 	if b, err := os.ReadFile(lock); err != nil || string(b) == string(content) {
@@ -217,9 +183,9 @@ func TestLiveHolderInAnotherPidNamespaceIsRespected(t *testing.T) {
 // broken when the flock is gone, respected while it is held (here by
 // another open file of this process, standing for a holder elsewhere).
 func TestFlockRecordsAnywhere(t *testing.T) {
-	self, _ := me()
+	self, _ := reflock.Self()
 	record := func(proc string) string {
-		return fmt.Sprintf("%s\nhost=elsewhere\nboot=00000000-0000-0000-0000-000000000000\npidns=pid:[1]\npid=1\nstart=1\nproc=%s\nlive=flock\nnonce=00\n", holderMagic, proc)
+		return fmt.Sprintf("%s\nhost=elsewhere\nboot=00000000-0000-0000-0000-000000000000\npidns=pid:[1]\npid=1\nstart=1\nproc=%s\nlive=flock\nnonce=00\n", reflock.RecordMagic, proc)
 	}
 	for _, tc := range []struct {
 		name    string
@@ -231,7 +197,7 @@ func TestFlockRecordsAnywhere(t *testing.T) {
 		{name: "flock held", content: record("0123456789abcdef"), flocked: true},
 		{name: "proc malformed", content: record("../../etc/passwd")},
 		{name: "no proc", content: strings.Replace(record("x"), "proc=x\n", "", 1)},
-		{name: "this process's", content: record(self.proc)},
+		{name: "this process's", content: record(self.Proc)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -251,7 +217,7 @@ func TestFlockRecordsAnywhere(t *testing.T) {
 				}
 			}
 			f.repo.retry = shortRetry
-			_, err := f.repo.Merge(request("feature", "main", feature, StrategyMerge, 42))
+			_, err := f.repo.Merge(context.Background(), request("feature", "main", feature, StrategyMerge, 42))
 			if tc.broken {
 				if err != nil {
 					t.Fatalf("Merge = %v; want the dead lock broken", err)

@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,9 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
 
 // Dead ref locks: a merger killed while holding refs/heads/<b>.lock leaves
@@ -52,7 +57,7 @@ func TestLockHelperProcess(t *testing.T) {
 	mode := os.Getenv(envHelperMode)
 	source, head, _ := strings.Cut(os.Getenv(envHelperMerge), ",")
 	if mode == "merge" {
-		res, err := repo.Merge(request(source, "main", head, StrategyMerge, 42))
+		res, err := repo.Merge(context.Background(), request(source, "main", head, StrategyMerge, 42))
 		if err != nil {
 			fail(err)
 		}
@@ -60,13 +65,13 @@ func TestLockHelperProcess(t *testing.T) {
 		os.Exit(0)
 	}
 	if mode == "hold" {
-		lock, err := repo.acquireLock(loosePath(repo.dir, "main") + ".lock")
+		lock, err := repo.locks.Acquire(gitobj.LoosePath(repo.dir, "main") + ".lock")
 		if err != nil {
 			fail(err)
 		}
 		fmt.Println("ready")
 		_, _ = io.Copy(io.Discard, os.Stdin)
-		if err := lock.release(); err != nil {
+		if err := lock.Release(); err != nil {
 			fail(err)
 		}
 		os.Exit(0)
@@ -79,7 +84,7 @@ func TestLockHelperProcess(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := repo.Merge(request(source, "main", head, StrategyMerge, 42)); err != nil {
+	if _, err := repo.Merge(context.Background(), request(source, "main", head, StrategyMerge, 42)); err != nil {
 		fail(err)
 	}
 	fail(errors.New("merge finished without reaching " + mode))
@@ -152,13 +157,13 @@ func (h *helper) killAndReap(t *testing.T) {
 	}
 }
 
-func readLockRecord(t *testing.T, lock string) (holder, []byte) {
+func readLockRecord(t *testing.T, lock string) (reflock.Holder, []byte) {
 	t.Helper()
 	b, err := os.ReadFile(lock)
 	if err != nil {
 		t.Fatalf("read the lock: %v", err)
 	}
-	h, ok := parseRecord(b)
+	h, ok := reflock.ParseRecord(b)
 	if !ok {
 		t.Fatalf("the lock holds no holder record: %q", b)
 	}
@@ -175,15 +180,15 @@ func TestLockOfLiveProcessIsRespectedAndOfKilledOneBroken(t *testing.T) {
 			lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
 			h := startHelper(t, f, "hold", "")
 			rec, content := readLockRecord(t, lock)
-			if rec.pid != h.cmd.Process.Pid {
-				t.Fatalf("the lock names pid %d, the holder is %d", rec.pid, h.cmd.Process.Pid)
+			if rec.PID != h.cmd.Process.Pid {
+				t.Fatalf("the lock names pid %d, the holder is %d", rec.PID, h.cmd.Process.Pid)
 			}
 
 			// Alive: the lock is respected, and the error says who holds it.
 			f.repo.retry = shortRetry
 			req := request("feature", "main", feature, StrategyMerge, 42)
-			_, err := f.repo.Merge(req)
-			if !errors.Is(err, ErrTargetBusy) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", rec.pid)) || !strings.Contains(err.Error(), "alive") {
+			_, err := f.repo.Merge(context.Background(), req)
+			if !errors.Is(err, ErrTargetBusy) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", rec.PID)) || !strings.Contains(err.Error(), "alive") {
 				t.Fatalf("Merge while a live process holds the lock = %v; want ErrTargetBusy naming it alive", err)
 			}
 			if b, err := os.ReadFile(lock); err != nil || string(b) != string(content) {
@@ -226,16 +231,16 @@ func TestMergerKilledAtEachPointOfTheRefUpdate(t *testing.T) {
 		leftLock bool
 		moved    bool
 	}{
-		{point: crashLockWritten, leftLock: true, moved: false},
-		{point: crashRefMoved, leftLock: true, moved: true},
-		{point: crashRenamed, leftLock: false, moved: true},
+		{point: reflock.CrashLockWritten, leftLock: true, moved: false},
+		{point: reflock.CrashRefMoved, leftLock: true, moved: true},
+		{point: reflock.CrashRenamed, leftLock: false, moved: true},
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			f := newFixture(t)
 			main, feature := buildNested(f)
 			lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
 			h := startHelper(t, f, tc.point, "feature,"+feature)
-			var dead holder
+			var dead reflock.Holder
 			if tc.leftLock {
 				dead, _ = readLockRecord(t, lock)
 			}
@@ -262,7 +267,7 @@ func TestMergerKilledAtEachPointOfTheRefUpdate(t *testing.T) {
 				t.Errorf("%d commits with the PR's trailer, want 1", n)
 			}
 			// What the dead merger left in the work directory is gone too.
-			if left, _ := filepath.Glob(filepath.Join(f.bare, workDir, "*-"+dead.proc+"-*")); tc.leftLock && len(left) > 0 {
+			if left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "*-"+dead.Proc+"-*")); tc.leftLock && len(left) > 0 {
 				t.Errorf("the dead merger's temporary files are left: %v", left)
 			}
 			f.fsck()
@@ -275,20 +280,20 @@ func TestMergerKilledAtEachPointOfTheRefUpdate(t *testing.T) {
 // judge (another boot, another pid namespace), is never broken — even when
 // its pid does not exist here.
 func TestLocksNotOursAreRespected(t *testing.T) {
-	self, ok := me()
+	self, ok := reflock.Self()
 	if !ok {
 		t.Skip("no /proc: this process cannot judge holders")
 	}
 	deadPid := 1 << 22 // above pid_max's default ceiling: no such process
 	record := func(boot, pidns string, pid int) string {
-		return fmt.Sprintf("%s\nhost=elsewhere\nboot=%s\npidns=%s\npid=%d\nstart=1\nnonce=00\n", holderMagic, boot, pidns, pid)
+		return fmt.Sprintf("%s\nhost=elsewhere\nboot=%s\npidns=%s\npid=%d\nstart=1\nnonce=00\n", reflock.RecordMagic, boot, pidns, pid)
 	}
 	for name, content := range map[string]string{
 		"git's lock":       strings.Repeat("a", 40) + "\n",
 		"empty":            "",
-		"another boot":     record("00000000-0000-0000-0000-000000000000", self.pidns, deadPid),
-		"another pid ns":   record(self.boot, "pid:[1]", deadPid),
-		"malformed record": holderMagic + "\nboot=" + self.boot + "\npidns=" + self.pidns + "\npid=x\nstart=1\n",
+		"another boot":     record("00000000-0000-0000-0000-000000000000", self.PIDNS, deadPid),
+		"another pid ns":   record(self.Boot, "pid:[1]", deadPid),
+		"malformed record": reflock.RecordMagic + "\nboot=" + self.Boot + "\npidns=" + self.PIDNS + "\npid=x\nstart=1\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
@@ -298,7 +303,7 @@ func TestLocksNotOursAreRespected(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.repo.retry = shortRetry
-			if _, err := f.repo.Merge(request("feature", "main", feature, StrategyMerge, 42)); !errors.Is(err, ErrTargetBusy) {
+			if _, err := f.repo.Merge(context.Background(), request("feature", "main", feature, StrategyMerge, 42)); !errors.Is(err, ErrTargetBusy) {
 				t.Fatalf("Merge = %v, want ErrTargetBusy", err)
 			}
 			if b, err := os.ReadFile(lock); err != nil || string(b) != content {
@@ -315,7 +320,7 @@ func TestLocksNotOursAreRespected(t *testing.T) {
 		f := newFixture(t)
 		_, feature := buildNested(f)
 		lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
-		if err := os.WriteFile(lock, []byte(record(self.boot, self.pidns, deadPid)), 0o666); err != nil {
+		if err := os.WriteFile(lock, []byte(record(self.Boot, self.PIDNS, deadPid)), 0o666); err != nil {
 			t.Fatal(err)
 		}
 		f.merge(request("feature", "main", feature, StrategyMerge, 42))
@@ -340,20 +345,12 @@ func TestMergersRaceToBreakADeadLock(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	start := make(chan struct{})
-	for i := range n {
-		repos, err := NewRepos(f.root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, repo := range separateRepos(t, f, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i] = repo.Merge(request(fmt.Sprintf("pr%d", i), "main", heads[i], StrategyMerge, 100+i))
+			_, errs[i] = repo.Merge(context.Background(), request(fmt.Sprintf("pr%d", i), "main", heads[i], StrategyMerge, 100+i))
 		}()
 	}
 	close(start)
@@ -377,40 +374,7 @@ func TestBreakDeadLockOnce(t *testing.T) {
 	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
 	startHelper(t, f, "hold", "").killAndReap(t)
 
-	const n = 8
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	broken, taken := 0, 0
-	start := make(chan struct{})
-	for range n {
-		repos, _ := NewRepos(f.root)
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			ok, err := repo.breakDeadLock(lock)
-			if err != nil && !errors.Is(err, errLockRaced) {
-				t.Error(err)
-			}
-			// Whoever broke it takes the lock at once, and keeps it.
-			if ok {
-				if _, err := repo.acquireLock(lock); err != nil {
-					t.Error(err)
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if ok {
-				broken++
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+	broken, taken := raceToBreak(t, separateRepos(t, f, 8), lock), 0
 	if _, err := os.Stat(lock); err == nil {
 		taken = 1
 	}
@@ -418,8 +382,8 @@ func TestBreakDeadLockOnce(t *testing.T) {
 		t.Fatalf("%d breakers broke the lock and %d lock is held; want exactly one of each", broken, taken)
 	}
 	h, _ := readLockRecord(t, lock)
-	if self, _ := me(); h.pid != self.pid {
-		t.Errorf("the lock is held by pid %d, want this process", h.pid)
+	if self, _ := reflock.Self(); h.PID != self.PID {
+		t.Errorf("the lock is held by pid %d, want this process", h.PID)
 	}
 }
 
@@ -430,13 +394,13 @@ func TestDeadHoldersFilesAreRemoved(t *testing.T) {
 	f := newFixture(t)
 	_, feature := buildNested(f)
 	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
-	h := startHelper(t, f, crashHolderWritten, "feature,"+feature)
-	left, _ := filepath.Glob(filepath.Join(f.bare, workDir, "holder-*"))
+	h := startHelper(t, f, reflock.CrashHolderWritten, "feature,"+feature)
+	left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "holder-*"))
 	if len(left) != 1 {
 		t.Fatalf("the holder's file: %v, want one", left)
 	}
 	rec, _ := readLockRecord(t, left[0])
-	if !rec.live {
+	if !rec.Live {
 		t.Fatalf("the holder file's record claims no flock: %+v", rec)
 	}
 	h.killAndReap(t)
@@ -444,10 +408,57 @@ func TestDeadHoldersFilesAreRemoved(t *testing.T) {
 		t.Fatalf("lock after a crash before linking it: %v; want none", err)
 	}
 	f.merge(request("feature", "main", feature, StrategyMerge, 42))
-	if left, _ := filepath.Glob(filepath.Join(f.bare, workDir, "*-"+rec.proc+"-*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "*-"+rec.Proc+"-*")); len(left) != 0 {
 		t.Errorf("the killed holder's files are left: %v", left)
 	}
 	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lock after the merge: %v; want it gone", err)
 	}
+}
+
+// separateRepos opens the fixture's repository n times, each through its
+// own Repos, as n merger processes would.
+func separateRepos(t *testing.T, f *fixture, n int) []*Repo {
+	t.Helper()
+	out := make([]*Repo, n)
+	for i := range out {
+		repos, err := NewRepos(f.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[i], err = repos.Open(testRepo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// raceToBreak has every repository try, at once, to break the dead lock;
+// whoever breaks it takes the lock at once, and keeps it. It returns how
+// many broke it.
+func raceToBreak(t *testing.T, repos []*Repo, lock string) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	var broken atomic.Int32
+	start := make(chan struct{})
+	for _, repo := range repos {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ok, err := repo.locks.BreakDead(lock)
+			if err != nil && !errors.Is(err, reflock.ErrLockRaced) {
+				t.Error(err)
+			}
+			if ok {
+				if _, err := repo.locks.Acquire(lock); err != nil {
+					t.Error(err)
+				}
+				broken.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return int(broken.Load())
 }

@@ -1,42 +1,38 @@
 package gitrepo
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/history"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
 
 // Repo is one bare repository. Its methods are safe for concurrent use:
 // merges take turns on the repository's mutex, Head only reads ref files.
+//
+// A Repo composes the merger's git packages: its objects (gitobj), its
+// history (history: merge bases, rev-list), the merge engine (engine:
+// trees, files, lines) and its ref locks (reflock).
 type Repo struct {
-	name    string // "owner/name"
-	dir     string // the git directory
-	retry   retryPolicy
-	hooks   hooks
-	durable durability
+	name  string // "owner/name"
+	dir   string // the git directory
+	retry retryPolicy
+	hooks hooks
 
-	mu sync.Mutex // guards st and the caches: go-git is not safe for concurrent use
-	st *filesystem.Storage
-	// The repository's view of the Repos' shared object cache (cache.go),
-	// and go-git's one onto it.
-	objects repoCache
-	cache   cache.Object
-	graph   *commitGraph // kept across merges (graph.go)
-	lastUse uint64       // Repos.clock at the last Open; guarded by the Repos' mutex
-	swept   bool         // dead mergers' files were removed from the work directory (reflock.go)
-	// overlay holds objects made by a merge and read back before (or
-	// instead of) being written: a criss-cross merge's virtual base, and
-	// everything a check merge makes (check.go). Guarded by mu.
-	overlay map[plumbing.Hash]plumbing.EncodedObject
+	// mu guards the three below: go-git, the caches and the commit graph
+	// are not safe for concurrent use.
+	mu      sync.Mutex
+	store   *gitobj.Store    // objects, with the Repos' shared cache
+	history *history.History // the commit graph, kept across merges
+	locks   *reflock.Locker  // the ref locks, taken and broken
+	lastUse uint64           // Repos.clock at the last Open; guarded by the Repos' mutex
 }
 
 // retryPolicy bounds how often, and how patiently, a merge retries when the
@@ -60,10 +56,11 @@ func (p retryPolicy) wait(attempt int) time.Duration {
 // hooks let in-package tests act at exact points of a merge instead of
 // sleeping. Nil hooks are skipped; production code never sets them.
 type hooks struct {
-	beforeRefUpdate func() // the merge is planned and written; the ref lock is not taken yet
+	beforeRefUpdate func() // the merge is planned, written and journalled; the ref lock is not taken yet
 	lockBusy        func() // the target ref's lock file exists; the merge will back off
-	// refCrash is updateRef's crash seam: an error it returns at a point
-	// ends the ref update there as a crash would.
+	// refCrash is the ref update's crash seam (reflock.Locker.Crash): an
+	// error it returns at a point ends the ref update there as a crash
+	// would.
 	refCrash func(point string) error
 }
 
@@ -84,67 +81,20 @@ func (r *Repo) Head(branch string) (string, error) {
 	if err := contracts.ValidateBranch("branch", branch); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	h, err := readRef(r.dir, branch)
+	h, err := gitobj.ReadRef(r.dir, branch)
 	if err != nil {
 		return "", err
 	}
 	return h.String(), nil
 }
 
-// refresh makes go-git see packs written by other processes since the last
-// call (`git push` of many objects, `git gc`): go-git loads the pack index
-// list once and would otherwise never find their objects. Loose objects are
-// always looked up on disk, refs are read by readRef. Callers hold r.mu.
-func (r *Repo) refresh() { r.st.Reindex() }
+// engine is the merge engine over the repository, for one merge: the
+// objects of a virtual base live as long as it. Callers hold r.mu.
+func (r *Repo) engine() *engine.Engine { return engine.New(r.store, r.history) }
 
-// session switches r.st, for one merge, to a storage that keeps its pack
-// files open — go-git otherwise opens and closes a pack for every object it
-// reads, which made a merge-base walk over 5,000 commits spend most of its
-// time in open(2) — and returns the function that closes them and switches
-// back. Holding no descriptors between merges keeps a merger serving many
-// repositories within its file limit. Both storages share the object
-// cache. Callers hold r.mu.
-func (r *Repo) session() (end func()) {
-	st := filesystem.NewStorageWithOptions(osfs.New(r.dir), r.cache, filesystem.Options{KeepDescriptors: true})
-	prev := r.st
-	r.st = st
-	return func() {
-		_ = st.Close() // read-only descriptors: nothing to lose on error
-		r.st = prev
-	}
+// updateRef moves refs/heads/<branch> from old to new under git's ref lock
+// (reflock.Locker.Update). Callers hold r.mu.
+func (r *Repo) updateRef(branch string, old, new plumbing.Hash) error {
+	r.locks.Crash = r.hooks.refCrash
+	return r.locks.Update(branch, old, new)
 }
-
-// commit loads a commit object, from the cache of parsed commits if it is
-// there; errObjectMissing wrapped if it is not in the repository. The
-// commit is not bound to a storage: go-git methods that load other
-// objects (Parents, Tree, MergeBase) must not be called on it.
-func (r *Repo) commit(h plumbing.Hash) (*object.Commit, error) {
-	if c, ok := r.objects.commit(h); ok {
-		return c, nil
-	}
-	c, err := r.readCommit(h)
-	if err != nil {
-		return nil, err
-	}
-	r.objects.putCommit(h, c)
-	return c, nil
-}
-
-// readCommit reads and parses a commit object, bypassing the cache.
-func (r *Repo) readCommit(h plumbing.Hash) (*object.Commit, error) {
-	o, err := r.st.EncodedObject(plumbing.AnyObject, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return nil, fmt.Errorf("commit %s: %w", h, errObjectMissing)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("commit %s: %w", h, err)
-	}
-	c := &object.Commit{}
-	if err := c.Decode(o); err != nil {
-		return nil, fmt.Errorf("commit %s: %w", h, err)
-	}
-	return c, nil
-}
-
-// errObjectMissing marks a commit that is not in the repository at all.
-var errObjectMissing = errors.New("object not in repository")

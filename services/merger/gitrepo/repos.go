@@ -7,21 +7,22 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/config"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/platform/repopath"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/history"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
 
 // Repos gives access to the bare repositories under one root directory,
 // repository "owner/name" living at <root>/<owner>/<name>.git. It keeps every
 // repository it opened (for the life of the Repos); the objects and commit
 // graphs kept across merges are bounded for all of them together
-// (cache.go, graphbudget.go).
+// (gitobj/cache.go, graphbudget.go).
 //
 // Repos is safe for concurrent use. Each repository has one mutex that its
 // merges hold (go-git is not safe for concurrent use); different
@@ -31,9 +32,9 @@ import (
 type Repos struct {
 	root    string
 	paths   repopath.Root // root, where ids become paths
-	durable durability
+	durable gitobj.Durability
 
-	cache *objectCache // shared by all its repositories (cache.go)
+	cache *gitobj.Cache // shared by all its repositories (gitobj/cache.go)
 
 	mu     sync.Mutex
 	repos  map[string]*Repo
@@ -70,8 +71,8 @@ func NewReposWithOptions(root string, opts Options) (*Repos, error) {
 		budget = DefaultCacheBytes
 	}
 	return &Repos{
-		root: abs, paths: repopath.New(abs), repos: map[string]*Repo{}, cache: newObjectCache(budget), graphLimit: maxGraphNodesTotal,
-		durable: durability{sync: opts.Sync, onFsync: opts.OnFsync},
+		root: abs, paths: repopath.New(abs), repos: map[string]*Repo{}, cache: gitobj.NewCache(budget), graphLimit: maxGraphNodesTotal,
+		durable: gitobj.Durability{Sync: opts.Sync, OnFsync: opts.OnFsync},
 	}, nil
 }
 
@@ -145,11 +146,10 @@ func initBare(dir string) error {
 // newRepo: callers hold rs.mu.
 func (rs *Repos) newRepo(repo, dir string) *Repo {
 	rs.nextID++
-	view := repoCache{c: rs.cache, repo: rs.nextID}
-	st := filesystem.NewStorage(osfs.New(dir), goGitCache(view))
+	st := gitobj.NewStore(dir, rs.cache, rs.nextID, rs.durable)
 	return &Repo{
-		name: repo, dir: dir, st: st, objects: view, cache: goGitCache(view),
-		retry: defaultRetry, durable: rs.durable, graph: newCommitGraph(),
+		name: repo, dir: dir, retry: defaultRetry,
+		store: st, history: history.New(st), locks: reflock.New(dir, rs.durable),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
 
 // Strategies, as in the merge request (contracts.Strategy*).
@@ -107,7 +108,7 @@ func validSignature(field string, s Signature) error {
 	case strings.TrimSpace(s.Name) == "" || strings.TrimSpace(s.Email) == "":
 		return fmt.Errorf("%s needs a name and an email", field)
 	case strings.ContainsAny(s.Name+s.Email, "<>\n\r\x00"):
-		return fmt.Errorf("%s %q <%s> contains <, >, a newline or NUL", field, truncate(s.Name), truncate(s.Email))
+		return fmt.Errorf("%s %q <%s> contains <, >, a newline or NUL", field, gitobj.Truncate(s.Name), gitobj.Truncate(s.Email))
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func (g *gitAdapter) Merge(ctx context.Context, p merger.Plan) (merger.Result, e
 	if err != nil {
 		return merger.Result{}, mapErr(err)
 	}
-	res, err := repo.Merge(gitrepo.MergeRequest{
+	res, err := repo.Merge(ctx, gitrepo.MergeRequest{
 		SourceBranch: p.SourceBranch, TargetBranch: p.TargetBranch, HeadSHA: p.HeadSHA,
 		Strategy: p.Strategy, PRID: p.PRID, PRNumber: p.PRNumber,
 		CorrelationID: p.CorrelationID, Title: p.Title,

@@ -1,4 +1,4 @@
-package gitrepo
+package reflock
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/prsaga/prsaga/platform/fault"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
 
 // Ref locks. A merger takes refs/heads/<b>.lock exactly as git does —
@@ -24,35 +25,57 @@ import (
 // The holder keeps an flock on its lock for as long as it holds it
 // (liveness.go). A lock whose record names a dead holder — its flock gone,
 // or, for records without one, a dead process of this machine and pid
-// space — is broken (breakDeadLock); any other lock — git's, a live
+// space — is broken (BreakDead); any other lock — git's, a live
 // process's anywhere, an older merger's of another machine — is respected.
 
-// workDir is where a merger keeps its temporary files inside a git
+// WorkDir is where a merger keeps its temporary files inside a git
 // directory: git ignores unknown directories there, and it is on the same
 // file system as refs/, so renames from it are atomic.
-const workDir = "prsaga"
+const WorkDir = "prsaga"
 
 // FaultRefLocked is the fault point (platform/fault) hit right after a ref
 // lock is taken: crash tests make a merger die there, holding the lock.
 const FaultRefLocked = "merger.ref-locked"
 
-// lockFile is a ref lock this process holds.
-type lockFile struct {
+// Locker takes and breaks the ref locks of one repository, and moves its
+// refs under them. Not safe for concurrent use: its owner (gitrepo.Repo)
+// serialises a repository's merges; other processes are kept out by the
+// lock files themselves.
+type Locker struct {
+	dir     string // the git directory
+	durable gitobj.Durability
+	swept   bool // dead mergers' files were removed from the work directory
+	// Crash is Update's crash seam for tests (see Update); nil in production.
+	Crash func(point string) error
+}
+
+// New is the Locker of git directory dir.
+func New(dir string, d gitobj.Durability) *Locker { return &Locker{dir: dir, durable: d} }
+
+var (
+	// ErrLocked: <ref>.lock exists — another writer is updating the ref.
+	ErrLocked = errors.New("ref is locked by another writer")
+	// ErrChanged: the ref no longer has the value the merge was built on.
+	ErrChanged = errors.New("ref changed concurrently")
+)
+
+// Lock is a ref lock this process holds.
+type Lock struct {
 	path   string
 	record []byte
 	live   *os.File // holds the lock's flock; nil where flocks are refused
 }
 
-// acquireLock creates lock holding this process's record, atomically with
+// Acquire creates lock holding this process's record, atomically with
 // its content and its flock: a holder file is created in the work
 // directory, flocked, written, and hard-linked to the lock's name — link(2)
 // fails if the name exists — then its own name is removed. No crash can
 // leave a lock without its record or one whose record claims a flock never
 // taken. Where hard links are not supported it falls back to O_EXCL and a
-// write. errRefLocked if the lock exists. Callers hold r.mu.
-func (r *Repo) acquireLock(lock string) (*lockFile, error) {
+// write. ErrLocked if the lock exists.
+func (r *Locker) Acquire(lock string) (*Lock, error) {
 	self, _ := me()
-	dir := filepath.Join(r.dir, workDir)
+	dir := filepath.Join(r.dir, WorkDir)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
@@ -65,21 +88,21 @@ func (r *Repo) acquireLock(lock string) (*lockFile, error) {
 		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
 	holderPath := f.Name()
-	if err := crashAt(r.hooks.refCrash, crashHolderWritten); err != nil {
+	if err := crashAt(r.Crash, CrashHolderWritten); err != nil {
 		return nil, err // a crashed process cleans nothing up
 	}
 	err = os.Link(holderPath, lock)
 	_ = os.Remove(holderPath)
 	switch {
 	case err == nil:
-		l := &lockFile{path: lock, record: rec, live: liveOrNil(f, rec)}
+		l := &Lock{path: lock, record: rec, live: liveOrNil(f, rec)}
 		if err := fault.Hit(FaultRefLocked); err != nil {
-			return nil, errors.Join(err, l.release())
+			return nil, errors.Join(err, l.Release())
 		}
 		return l, nil
 	case errors.Is(err, fs.ErrExist):
 		_ = f.Close()
-		return nil, errRefLocked
+		return nil, ErrLocked
 	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.EMLINK):
 		_ = f.Close()
 		return createLock(lock, self)
@@ -138,24 +161,24 @@ func removeDeadHolders(dir string) {
 	}
 }
 
-// createLock is the fallback of acquireLock without hard links: a crash
+// createLock is the fallback of Acquire without hard links: a crash
 // between the create and the write leaves an empty lock, which is never
 // broken (an operator removes it, as with git's).
-func createLock(lock string, self holder) (*lockFile, error) {
+func createLock(lock string, self holder) (*Lock, error) {
 	f, rec, err := createRecord(lock, self)
 	if errors.Is(err, fs.ErrExist) {
-		return nil, errRefLocked
+		return nil, ErrLocked
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
-	return &lockFile{path: lock, record: rec, live: liveOrNil(f, rec)}, nil
+	return &Lock{path: lock, record: rec, live: liveOrNil(f, rec)}, nil
 }
 
-// release removes the lock, then drops its flock: the other way round, a
+// Release removes the lock, then drops its flock: the other way round, a
 // breaker could judge the lock dead in between and another writer take it,
 // and this remove would remove theirs.
-func (l *lockFile) release() error {
+func (l *Lock) Release() error {
 	err := os.Remove(l.path)
 	if l.live != nil {
 		_ = l.live.Close()
@@ -196,12 +219,12 @@ func tempPrefix(kind string, h holder) string {
 	return kind + "-" + strconv.Itoa(h.pid) + "-" + strconv.FormatUint(h.start, 10) + "-"
 }
 
-// errLockRaced: the lock changed while it was being broken; nothing was
+// ErrLockRaced: the lock changed while it was being broken; nothing was
 // broken (or what was moved aside is back), the caller retries as for any
 // busy lock.
-var errLockRaced = errors.New("ref lock changed while being broken")
+var ErrLockRaced = errors.New("ref lock changed while being broken")
 
-// breakDeadLock removes lock if, and only if, it still holds the record of
+// BreakDead removes lock if, and only if, it still holds the record of
 // a dead holder (judgeLock), and reports whether it did. The file judged
 // stays open meanwhile; breakers take turns on an flock of <git
 // dir>/prsaga/break (released by the kernel if a breaker dies), check
@@ -209,7 +232,7 @@ var errLockRaced = errors.New("ref lock changed while being broken")
 // it aside with a rename, checking again that what they moved is that
 // file — so several mergers racing to break the same lock break it once,
 // and a lock taken after the break is never touched.
-func (r *Repo) breakDeadLock(lock string) (broken bool, err error) {
+func (r *Locker) BreakDead(lock string) (broken bool, err error) {
 	f, _, h, ok := openRecord(lock)
 	if f == nil {
 		return false, nil // gone already, or unreadable: not ours to break
@@ -218,7 +241,7 @@ func (r *Repo) breakDeadLock(lock string) (broken bool, err error) {
 	if !ok || judgeLock(h, f) != holderDead {
 		return false, nil
 	}
-	dir := filepath.Join(r.dir, workDir)
+	dir := filepath.Join(r.dir, WorkDir)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return false, fmt.Errorf("break %s: %w", lock, err)
 	}
@@ -248,7 +271,7 @@ func (r *Repo) breakDeadLock(lock string) (broken bool, err error) {
 		if lerr := os.Link(aside, lock); lerr == nil || errors.Is(lerr, fs.ErrExist) {
 			_ = os.Remove(aside)
 		}
-		return false, errLockRaced
+		return false, ErrLockRaced
 	}
 	if err := os.Remove(aside); err != nil {
 		return false, fmt.Errorf("break %s: %w", lock, err)

@@ -1,4 +1,4 @@
-package gitrepo
+package engine
 
 import (
 	"errors"
@@ -44,9 +44,19 @@ const (
 // differently. A file that cannot be merged is recorded as a conflict and
 // the zero entry returned.
 func (m *treeMerge) mergeFile(p string, b, o, t entry) (entry, error) {
+	if err := canceled(m.ctx, p); err != nil {
+		return entry{}, err
+	}
+	return m.mergeContents(p, "", b, o, t)
+}
+
+// mergeContents merges the modes, then the contents, of a file at path p,
+// whose attributes decide how; a conflict is recorded at p, its reason
+// followed by note.
+func (m *treeMerge) mergeContents(p, note string, b, o, t entry) (entry, error) {
 	mode, ok := mergeModes(b.mode, o.mode, t.mode)
 	if !ok {
-		m.conflict(p, "file mode changed differently on both sides")
+		m.conflict(p, "file mode changed differently on both sides"+note)
 		return entry{}, nil
 	}
 	switch {
@@ -56,18 +66,18 @@ func (m *treeMerge) mergeFile(p string, b, o, t entry) (entry, error) {
 		return entry{mode: mode, hash: o.hash}, nil
 	}
 	style, why, err := m.mergeStyle(p)
-	if err != nil || why != "" {
-		if err == nil {
-			m.conflict(p, why)
-		}
+	if err != nil {
 		return entry{}, err
 	}
-	merged, why, err := m.mergeBlobs(b.hash, o.hash, t.hash, style)
-	if err != nil || why != "" {
-		if err == nil {
-			m.conflict(p, why)
+	var merged string
+	if why == "" {
+		if merged, why, err = m.mergeBlobs(b.hash, o.hash, t.hash, style); err != nil {
+			return entry{}, err
 		}
-		return entry{}, err
+	}
+	if why != "" {
+		m.conflict(p, why+note)
+		return entry{}, nil
 	}
 	h, err := m.encodeBlob(merged)
 	if err != nil {
@@ -106,7 +116,10 @@ func (m *treeMerge) mergeBlobs(bh, oh, th plumbing.Hash, style lineStyle) (merge
 			return "", "binary file changed on both sides", nil
 		}
 	}
-	merged, why = mergeLines(texts[0], texts[1], texts[2], style)
+	merged, why = mergeLines(m.ctx, texts[0], texts[1], texts[2], style)
+	if err := canceled(m.ctx, "a line merge"); err != nil {
+		return "", "", err // a diff cut short: why says nothing
+	}
 	return merged, why, nil
 }
 
@@ -115,13 +128,13 @@ func isBinary(s string) bool {
 	return strings.IndexByte(s[:min(len(s), binaryProbe)], 0) >= 0
 }
 
-func (r *Repo) readBlob(h plumbing.Hash) (string, error) {
+func (r *repo) readBlob(h plumbing.Hash) (string, error) {
 	var blob *object.Blob
 	var err error
 	if o, ok := r.overlay[h]; ok {
 		blob, err = object.DecodeBlob(o)
 	} else {
-		blob, err = object.GetBlob(r.st, h)
+		blob, err = object.GetBlob(r.s.Storer(), h)
 	}
 	if err != nil {
 		return "", fmt.Errorf("blob %s: %w", h, err)
@@ -141,7 +154,7 @@ func (r *Repo) readBlob(h plumbing.Hash) (string, error) {
 
 // encodeBlob encodes a new blob in memory and keeps it for writing.
 func (m *treeMerge) encodeBlob(content string) (plumbing.Hash, error) {
-	obj := m.r.st.NewEncodedObject()
+	obj := m.r.s.NewEncodedObject()
 	obj.SetType(plumbing.BlobObject)
 	obj.SetSize(int64(len(content)))
 	w, err := obj.Writer()
@@ -172,9 +185,9 @@ func readOptional(gitDir string, elem ...string) ([]byte, error) {
 }
 
 // objectSize is an object's size, without reading it.
-func (r *Repo) objectSize(h plumbing.Hash) (int64, error) {
+func (r *repo) objectSize(h plumbing.Hash) (int64, error) {
 	if o, ok := r.overlay[h]; ok {
 		return o.Size(), nil
 	}
-	return r.st.EncodedObjectSize(h)
+	return r.s.Storer().EncodedObjectSize(h)
 }

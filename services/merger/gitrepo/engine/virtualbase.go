@@ -1,6 +1,7 @@
-package gitrepo
+package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -29,8 +30,7 @@ const maxVirtualDepth = 8
 // against. The virtual base's new objects are kept in r.overlay, readable
 // for the merge and never written: no result of the merge refers to them
 // (a path is taken from the base only where both sides have it alike).
-// Callers hold r.mu and clear r.overlay when the merge is done.
-func (r *Repo) baseTree(bases []*object.Commit, attrRoot plumbing.Hash, depth int) (plumbing.Hash, error) {
+func (r *repo) baseTree(ctx context.Context, bases []*object.Commit, attrRoot plumbing.Hash, depth int) (plumbing.Hash, error) {
 	switch {
 	case len(bases) == 0:
 		return plumbing.ZeroHash, nil // unrelated bases merge against the empty tree, as in git
@@ -48,15 +48,15 @@ func (r *Repo) baseTree(bases []*object.Commit, attrRoot plumbing.Hash, depth in
 	bases = append([]*object.Commit(nil), bases...)
 	sortBasesByDate(bases)
 	a, b := bases[0], bases[1]
-	inner, err := r.mergeBases(a, b)
+	inner, err := r.bases.MergeBases(ctx, a, b)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	innerBase, err := r.baseTree(inner, attrRoot, depth+1)
+	innerBase, err := r.baseTree(ctx, inner, attrRoot, depth+1)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	tree, objs, err := r.mergeTrees(innerBase, a.TreeHash, b.TreeHash, attrRoot)
+	tree, objs, err := r.mergeTrees(ctx, innerBase, a.TreeHash, b.TreeHash, attrRoot)
 	var ce *ConflictError
 	if errors.As(err, &ce) {
 		return plumbing.ZeroHash, &ConflictError{Reason: fmt.Sprintf(

@@ -1,4 +1,4 @@
-package gitrepo
+package gitobj
 
 import (
 	"container/list"
@@ -23,7 +23,7 @@ import (
 // four commits, their commits), so a repository the merger moved on from
 // simply ages out.
 
-// DefaultCacheBytes is the budget of a Repos' object cache when Options
+// DefaultCacheBytes is the budget of a Cache when the Repos' Options
 // leave it zero.
 const DefaultCacheBytes = 64 << 20
 
@@ -31,7 +31,7 @@ const DefaultCacheBytes = 64 << 20
 const (
 	kindEncoded uint8 = iota // go-git's plumbing.EncodedObject
 	kindCommit               // *object.Commit
-	kindTree                 // map[string]entry
+	kindTree                 // a parsed tree (package engine's)
 )
 
 // cacheKey: the repository is part of the key, never just the hash: a hash
@@ -49,9 +49,9 @@ type cacheItem struct {
 	size int64
 }
 
-// objectCache is a byte-bounded LRU, safe for concurrent use (repositories
+// Cache is a byte-bounded LRU, safe for concurrent use (repositories
 // are merged in parallel, each under its own mutex).
-type objectCache struct {
+type Cache struct {
 	mu    sync.Mutex
 	limit int64
 	used  int64
@@ -59,11 +59,12 @@ type objectCache struct {
 	items map[cacheKey]*list.Element
 }
 
-func newObjectCache(limit int64) *objectCache {
-	return &objectCache{limit: limit, items: map[cacheKey]*list.Element{}}
+// NewCache returns a cache of at most limit bytes.
+func NewCache(limit int64) *Cache {
+	return &Cache{limit: limit, items: map[cacheKey]*list.Element{}}
 }
 
-func (c *objectCache) get(k cacheKey) (any, bool) {
+func (c *Cache) get(k cacheKey) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.items[k]
@@ -77,7 +78,7 @@ func (c *objectCache) get(k cacheKey) (any, bool) {
 // put keeps v, evicting the least recently used values beyond the budget.
 // A value larger than an eighth of the budget is not kept: it would flush
 // the working set of every other repository.
-func (c *objectCache) put(k cacheKey, v any, size int64) {
+func (c *Cache) put(k cacheKey, v any, size int64) {
 	if size > c.limit/8 {
 		return
 	}
@@ -99,7 +100,7 @@ func (c *objectCache) put(k cacheKey, v any, size int64) {
 }
 
 // dropRepo forgets one repository's values (go-git's Clear).
-func (c *objectCache) dropRepo(repo uint64) {
+func (c *Cache) dropRepo(repo uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for e := c.lru.Front(); e != nil; {
@@ -113,8 +114,8 @@ func (c *objectCache) dropRepo(repo uint64) {
 	}
 }
 
-// bytes reports the bytes accounted for; for tests.
-func (c *objectCache) bytes() int64 {
+// Bytes reports the bytes accounted for; for tests.
+func (c *Cache) Bytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used
@@ -122,7 +123,7 @@ func (c *objectCache) bytes() int64 {
 
 // repoCache is one repository's view of the shared cache.
 type repoCache struct {
-	c    *objectCache
+	c    *Cache
 	repo uint64
 }
 
@@ -151,20 +152,14 @@ func (rc repoCache) putCommit(h plumbing.Hash, c *object.Commit) {
 	rc.c.put(cacheKey{rc.repo, kindCommit, h}, c, int64(size))
 }
 
-// tree returns a parsed tree; the map is shared: callers must not modify it.
-func (rc repoCache) tree(h plumbing.Hash) (map[string]entry, bool) {
-	v, ok := rc.c.get(cacheKey{rc.repo, kindTree, h})
-	if !ok {
-		return nil, false
-	}
-	return v.(map[string]entry), true
+// tree returns a parsed tree; it is shared: callers must not modify it.
+func (rc repoCache) tree(h plumbing.Hash) (any, bool) {
+	return rc.c.get(cacheKey{rc.repo, kindTree, h})
 }
 
-func (rc repoCache) putTree(h plumbing.Hash, t map[string]entry) {
-	size := itemOverhead + treeOverhead
-	for name := range t {
-		size += entryOverhead + len(name)
-	}
+// putTree keeps a parsed tree of n entries whose names hold nameBytes.
+func (rc repoCache) putTree(h plumbing.Hash, t any, n, nameBytes int) {
+	size := itemOverhead + treeOverhead + n*entryOverhead + nameBytes
 	rc.c.put(cacheKey{rc.repo, kindTree, h}, t, int64(size))
 }
 

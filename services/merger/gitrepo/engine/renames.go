@@ -1,6 +1,7 @@
-package gitrepo
+package engine
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -72,8 +73,8 @@ func (m *treeMerge) checkRenames(base, ours, theirs plumbing.Hash) error {
 
 // sideChanges lists the files one side deleted (with their base versions)
 // and added, relative to the base.
-func (r *Repo) sideChanges(base, side plumbing.Hash) (deleted []pathEntry, added []pathEntry, err error) {
-	err = r.diffTrees(base, side, func(p string, from, to entry) bool {
+func (r *repo) sideChanges(ctx context.Context, base, side plumbing.Hash) (deleted []pathEntry, added []pathEntry, err error) {
+	err = r.diffTrees(ctx, base, side, func(p string, from, to entry) bool {
 		switch {
 		case from.present() && !to.present():
 			deleted = append(deleted, pathEntry{p, from})

@@ -1,4 +1,4 @@
-package gitrepo
+package engine
 
 import (
 	"fmt"
@@ -86,6 +86,9 @@ func (m *treeMerge) findInexactRenames(base plumbing.Hash, sides []renameSide) e
 			if !changed.isRegular() || changed == d.e {
 				continue // not a file there, or unchanged: the tree merge is right as it is
 			}
+			if err := canceled(m.ctx, "the rename check of "+d.path); err != nil {
+				return err // soleMatch reads and compares many files
+			}
 			a, ok, err := sims.soleMatch(d, del, add)
 			if err != nil {
 				return err
@@ -133,37 +136,7 @@ func (m *treeMerge) findInexactRenames(base plumbing.Hash, sides []renameSide) e
 // renamed from old to new: the merged entry, or the zero entry and a
 // conflict recorded at the new name.
 func (m *treeMerge) mergeRenamed(old, new string, b, o, t entry) (entry, error) {
-	mode, ok := mergeModes(b.mode, o.mode, t.mode)
-	if !ok {
-		m.conflict(new, "file mode changed differently on both sides (renamed from "+old+")")
-		return entry{}, nil
-	}
-	switch {
-	case o.hash == t.hash || o.hash == b.hash:
-		return entry{mode: mode, hash: t.hash}, nil
-	case t.hash == b.hash:
-		return entry{mode: mode, hash: o.hash}, nil
-	}
-	style, why, err := m.mergeStyle(new) // git merges by the new name's attributes
-	if err != nil {
-		return entry{}, err
-	}
-	var merged string
-	if why == "" {
-		merged, why, err = m.mergeBlobs(b.hash, o.hash, t.hash, style)
-		if err != nil {
-			return entry{}, err
-		}
-	}
-	if why != "" {
-		m.conflict(new, why+" (renamed from "+old+")")
-		return entry{}, nil
-	}
-	h, err := m.encodeBlob(merged)
-	if err != nil {
-		return entry{}, err
-	}
-	return entry{mode: mode, hash: h}, nil
+	return m.mergeContents(new, " (renamed from "+old+")", b, o, t) // git merges by the new name's attributes
 }
 
 // inexactCandidates drops the files git pairs exactly: a blob deleted and
@@ -193,7 +166,7 @@ func inexactCandidates(del, add []pathEntry) (d, a []pathEntry) {
 
 // simCache estimates similarities, keeping each blob's chunks.
 type simCache struct {
-	r      *Repo
+	r      *repo
 	chunks map[plumbing.Hash]map[string]int // chunk → occurrences; nil: not comparable (binary, too large)
 	sizes  map[plumbing.Hash]int64
 	read   int64 // bytes of blobs read
@@ -333,8 +306,8 @@ func chunks(s string) map[string]int {
 // renameConfig reports whether the repository's config says anything
 // about renames (merge.renames, diff.renames, their limits): then git's
 // detection may differ from its default, and no inexact rename is merged.
-func (r *Repo) renameConfig() (bool, error) {
-	cfg, err := r.st.Config()
+func (r *repo) renameConfig() (bool, error) {
+	cfg, err := r.s.Config()
 	if err != nil {
 		return false, fmt.Errorf("read config: %w", err)
 	}

@@ -1,4 +1,4 @@
-package gitrepo
+package engine
 
 import (
 	"fmt"
@@ -62,7 +62,7 @@ func (m *treeMerge) nameRenames(base plumbing.Hash, addedByOurs, addedByTheirs [
 
 // entryAt returns the entry at path p of tree root (the zero entry if
 // there is none).
-func (r *Repo) entryAt(root plumbing.Hash, p string) (entry, error) {
+func (r *repo) entryAt(root plumbing.Hash, p string) (entry, error) {
 	e := entry{mode: filemode.Dir, hash: root}
 	for _, part := range strings.Split(p, "/") {
 		if !e.isDir() {

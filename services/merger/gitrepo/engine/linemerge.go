@@ -1,6 +1,9 @@
-package gitrepo
+package engine
 
-import "strings"
+import (
+	"context"
+	"strings"
+)
 
 // The three-way line merge, with the rules of git's merge (merge-ort's
 // content merge: xdiff's "zealous" level, no favoured side), stated in our
@@ -26,7 +29,7 @@ import "strings"
 // written once — and joins two conflicts at most three lines apart (those
 // lines then appear in both); a side's last line that lacks a newline gets
 // one before the other side's lines follow. Every rule is held to git by
-// the differential corpus (corpus_test.go).
+// the differential corpus (gitrepo/corpus_test.go).
 
 // lineStyle is how conflicting regions are resolved.
 type lineStyle int
@@ -63,8 +66,9 @@ type region struct {
 }
 
 // mergeLines merges three texts line by line: the merged text, or why
-// there is none (then the path is a conflict).
-func mergeLines(baseText, oursText, theirsText string, style lineStyle) (merged, why string) {
+// there is none (then the path is a conflict). Once ctx is cancelled its
+// answer means nothing: the caller checks ctx after it.
+func mergeLines(ctx context.Context, baseText, oursText, theirsText string, style lineStyle) (merged, why string) {
 	switch {
 	case oursText == baseText || oursText == theirsText:
 		return theirsText, ""
@@ -79,8 +83,8 @@ func mergeLines(baseText, oursText, theirsText string, style lineStyle) (merged,
 	b, o, t := in.intern(base), in.intern(ours), in.intern(theirs)
 	n := len(in.ids)
 	const noAlign = "content changed on both sides; lines repeated more than 64 times, which git aligns with another diff (not merged line by line)"
-	alO, ok1 := diffIDs(b, o, n)
-	alT, ok2 := diffIDs(b, t, n)
+	alO, ok1 := diffIDs(ctx, b, o, n)
+	alT, ok2 := diffIDs(ctx, b, t, n)
 	if !ok1 || !ok2 {
 		return "", noAlign
 	}
@@ -92,7 +96,7 @@ func mergeLines(baseText, oursText, theirsText string, style lineStyle) (merged,
 	rs := clusters(h1, h2, o, t)
 	if style == lineStyleUnion {
 		var ok bool
-		if rs, ok = narrowConflicts(rs, o, t, n); !ok {
+		if rs, ok = narrowConflicts(ctx, rs, o, t, n); !ok {
 			return "", noAlign
 		}
 		rs = joinConflicts(rs)
@@ -166,14 +170,14 @@ func sameHunk(x, y hunk, o, t []int32) bool {
 // the differences of its two sides (git's refinement): a conflict per hunk
 // of the diff of ours' lines against theirs'. ok is false if that diff
 // cannot be git's (see diffIDs).
-func narrowConflicts(rs []region, o, t []int32, nIDs int) ([]region, bool) {
+func narrowConflicts(ctx context.Context, rs []region, o, t []int32, nIDs int) ([]region, bool) {
 	var out []region
 	for _, r := range rs {
 		if r.kind != conflicting || r.o1 == r.o0 || r.t1 == r.t0 {
 			out = append(out, r)
 			continue
 		}
-		al, ok := diffIDs(o[r.o0:r.o1], t[r.t0:r.t1], nIDs)
+		al, ok := diffIDs(ctx, o[r.o0:r.o1], t[r.t0:r.t1], nIDs)
 		if !ok {
 			return nil, false
 		}

@@ -1,7 +1,8 @@
-package gitrepo
+package history
 
 import (
 	"container/heap"
+	"context"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -12,7 +13,7 @@ import (
 // own rev-list uses the same margin (SLOP in revision.c).
 const revListSlop = 5
 
-// revList returns the commits reachable from head but not from exclude —
+// RevList returns the commits reachable from head but not from exclude —
 // `git rev-list exclude..head` — newest first by committer date, reading at
 // most max commits.
 //
@@ -22,7 +23,7 @@ const revListSlop = 5
 // the length of the history. The price, as in git, is that a commit dated
 // (much) earlier than an ancestor of it can stop the walk too soon; this
 // only feeds a squash commit's message, never a tree or a ref.
-func (r *Repo) revList(head, exclude plumbing.Hash, max int) ([]*object.Commit, error) {
+func (r *History) RevList(ctx context.Context, head, exclude plumbing.Hash, max int) ([]*object.Commit, error) {
 	const (
 		fromHead = 1 << iota
 		excluded
@@ -31,7 +32,7 @@ func (r *Repo) revList(head, exclude plumbing.Hash, max int) ([]*object.Commit, 
 	read := map[plumbing.Hash]uint8{} // the flags a commit had when its parents were queued
 	q := &commitQueue{}
 	for _, h := range []plumbing.Hash{head, exclude} {
-		c, err := r.commit(h)
+		c, err := r.s.Commit(h)
 		if err != nil {
 			return nil, err
 		}
@@ -40,6 +41,11 @@ func (r *Repo) revList(head, exclude plumbing.Hash, max int) ([]*object.Commit, 
 	var found []*object.Commit
 	slop := revListSlop
 	for n := 0; q.Len() > 0 && n < max; n++ {
+		if n%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		c := heap.Pop(q).(*object.Commit)
 		f := flags[c.Hash]
 		if read[c.Hash] == f {
@@ -54,7 +60,7 @@ func (r *Repo) revList(head, exclude plumbing.Hash, max int) ([]*object.Commit, 
 				continue
 			}
 			flags[p] |= f
-			pc, err := r.commit(p)
+			pc, err := r.s.Commit(p)
 			if err != nil {
 				return nil, err
 			}

@@ -1,4 +1,4 @@
-package gitrepo
+package engine
 
 import (
 	"path"
@@ -33,11 +33,11 @@ type renameFix struct {
 // findExactRenames fills m.fixes (by path) and m.fixDirs (the directories
 // above a new name, which the tree merge must open).
 func (m *treeMerge) findExactRenames(base, ours, theirs plumbing.Hash) error {
-	delOurs, addOurs, err := m.r.sideChanges(base, ours)
+	delOurs, addOurs, err := m.r.sideChanges(m.ctx, base, ours)
 	if err != nil {
 		return err
 	}
-	delTheirs, addTheirs, err := m.r.sideChanges(base, theirs)
+	delTheirs, addTheirs, err := m.r.sideChanges(m.ctx, base, theirs)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ type sideLists struct {
 
 // dirsOrAbsent reports whether, in each tree, every directory above p is
 // a directory or absent.
-func (r *Repo) dirsOrAbsent(p string, trees ...plumbing.Hash) (bool, error) {
+func (r *repo) dirsOrAbsent(p string, trees ...plumbing.Hash) (bool, error) {
 	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
 		for _, t := range trees {
 			e, err := r.entryAt(t, dir)

@@ -1,15 +1,12 @@
 package gitrepo
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
-
-// History walks. They are exact (they follow parents, not commit dates) and
-// O(history) in the worst case — fine for the repositories prsaga serves;
-// a commit-graph would be the next step for very large ones.
 
 // maxSquashWalk bounds the walk collecting the subjects of squashed commits.
 const maxSquashWalk = 10000
@@ -17,8 +14,8 @@ const maxSquashWalk = 10000
 // squashedSubjects returns the subjects of the commits a squash of head
 // onto a target with merge base base folds in (`git log base..head`), oldest
 // first, at most maxSquashSubjects, plus how many more there were.
-func (r *Repo) squashedSubjects(head, base plumbing.Hash) ([]string, int, error) {
-	commits, err := r.revList(head, base, maxSquashWalk)
+func (r *Repo) squashedSubjects(ctx context.Context, head, base plumbing.Hash) ([]string, int, error) {
+	commits, err := r.history.RevList(ctx, head, base, maxSquashWalk)
 	if err != nil {
 		return nil, 0, fmt.Errorf("squashed commits: %w", err)
 	}

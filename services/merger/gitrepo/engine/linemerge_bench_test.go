@@ -1,4 +1,4 @@
-package gitrepo
+package engine
 
 import (
 	"fmt"
@@ -37,7 +37,7 @@ func BenchmarkLineMergeWorst(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			for b.Loop() {
 				start := time.Now()
-				mergeLines(v.base, ours, v.theirs, lineStyleText)
+				MergeLines(v.base, ours, v.theirs, LineStyleText)
 				if d := time.Since(start); d > 30*time.Second {
 					b.Fatalf("one merge took %s", d)
 				}

@@ -1,4 +1,6 @@
-package gitrepo
+package engine
+
+import "context"
 
 // Line diffs for the content merge, aligned as git's merge aligns them.
 //
@@ -12,7 +14,7 @@ package gitrepo
 // (git's "compaction"), and merges the resulting hunks. Both steps are
 // written here from their published descriptions and held to
 // `git diff --histogram --no-indent-heuristic` and `git merge-tree` by the
-// tests (histogram_test.go, corpus_test.go): two different alignments of
+// tests (histogram_test.go, gitrepo/corpus_test.go): two different alignments of
 // the same pair of files can merge differently, so the alignment has to
 // be git's, not just a minimal one.
 //
@@ -108,13 +110,23 @@ type histogram struct {
 	count, first []int32
 	next         []int32
 	fellBack     bool
+	// ctx is checked every ctxEvery regions: a large file's diff stops
+	// soon after a cancel (as a fall-back, whose result is not used).
+	ctx   context.Context
+	steps int
 }
+
+// ctxEvery is how many regions a histogram diff aligns between two checks
+// of its context.
+const ctxEvery = 1024
 
 // diffIDs aligns base a with side b as git's merge does (histogram, then
 // compaction); nIDs bounds the ids. ok is false where git would have used
 // its classic diff instead.
-func diffIDs(a, b []int32, nIDs int) (al alignment, ok bool) {
+// ok is also false once ctx is cancelled.
+func diffIDs(ctx context.Context, a, b []int32, nIDs int) (al alignment, ok bool) {
 	h := &histogram{
+		ctx:       ctx,
 		alignment: alignment{a: a, b: b, delA: make([]bool, len(a)), insB: make([]bool, len(b))},
 		count:     make([]int32, nIDs),
 		first:     make([]int32, nIDs),
@@ -133,6 +145,10 @@ func diffIDs(a, b []int32, nIDs int) (al alignment, ok bool) {
 // diff aligns base lines [lo1, hi1) with side lines [lo2, hi2).
 func (h *histogram) diff(lo1, hi1, lo2, hi2 int) {
 	for !h.fellBack {
+		if h.steps++; h.steps%ctxEvery == 0 && h.ctx.Err() != nil {
+			h.fellBack = true
+			return
+		}
 		if lo1 == hi1 || lo2 == hi2 {
 			for i := lo1; i < hi1; i++ {
 				h.delA[i] = true

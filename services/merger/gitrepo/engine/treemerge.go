@@ -1,6 +1,7 @@
-package gitrepo
+package engine
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"sort"
@@ -25,7 +26,8 @@ import (
 // conflict (see renames.go). The new objects are kept in memory and written
 // only if the whole merge is clean.
 type treeMerge struct {
-	r *Repo
+	ctx context.Context // checked per directory and per file merged
+	r   *repo
 	// attrRoot is the tree whose .gitattributes say how contents merge:
 	// the target's (attributes.go); attrs is read from it when a first file
 	// needs a line merge.
@@ -70,8 +72,8 @@ const (
 // attrRoot (the target's; see attributes.go). It returns the result tree's hash
 // (the empty tree's if nothing is left) and the new tree objects to write,
 // or a *ConflictError.
-func (r *Repo) mergeTrees(base, ours, theirs, attrRoot plumbing.Hash) (plumbing.Hash, []plumbing.EncodedObject, error) {
-	m := &treeMerge{r: r, attrRoot: attrRoot}
+func (r *repo) mergeTrees(ctx context.Context, base, ours, theirs, attrRoot plumbing.Hash) (plumbing.Hash, []plumbing.EncodedObject, error) {
+	m := &treeMerge{ctx: ctx, r: r, attrRoot: attrRoot}
 	if err := m.findExactRenames(base, ours, theirs); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
@@ -96,6 +98,9 @@ func (r *Repo) mergeTrees(base, ours, theirs, attrRoot plumbing.Hash) (plumbing.
 // mergeDir merges three versions of a directory (zero hash: absent) and
 // returns the merged tree, or the zero hash if it is empty.
 func (m *treeMerge) mergeDir(dir string, b, o, t plumbing.Hash, removed removedBy) (plumbing.Hash, error) {
+	if err := canceled(m.ctx, "directory /"+dir); err != nil {
+		return plumbing.ZeroHash, err
+	}
 	var trees [3]map[string]entry
 	for i, h := range []plumbing.Hash{b, o, t} {
 		var err error
@@ -220,7 +225,7 @@ func (m *treeMerge) conflict(p, why string) {
 // directories compare as "name/") and keeps it for writing.
 func (m *treeMerge) encodeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
 	sort.Sort(object.TreeEntrySorter(entries))
-	obj := m.r.st.NewEncodedObject()
+	obj := m.r.s.NewEncodedObject()
 	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
 	}
@@ -231,7 +236,7 @@ func (m *treeMerge) encodeTree(entries []object.TreeEntry) (plumbing.Hash, error
 	for _, e := range entries {
 		parsed[e.Name] = entry{mode: e.Mode, hash: e.Hash}
 	}
-	m.r.objects.putTree(obj.Hash(), parsed)
+	m.r.cacheTree(obj.Hash(), parsed)
 	return obj.Hash(), nil
 }
 

@@ -1,7 +1,8 @@
-package gitrepo
+package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path"
 	"regexp"
@@ -72,7 +73,7 @@ type attrFile struct {
 
 // mergeAttributes answers the merge attribute for the paths of one merge.
 type mergeAttributes struct {
-	r        *Repo
+	r        *repo
 	root     plumbing.Hash // the tree whose .gitattributes apply: ours
 	info     *attrFile     // info/attributes, or nil
 	macros   map[string][]attrAssign
@@ -91,14 +92,14 @@ const (
 // maxMacroDepth bounds macro expansion (a macro may name another, or itself).
 const maxMacroDepth = 32
 
-func (r *Repo) newMergeAttributes(root plumbing.Hash) (*mergeAttributes, error) {
+func (r *repo) newMergeAttributes(root plumbing.Hash) (*mergeAttributes, error) {
 	a := &mergeAttributes{
 		r: r, root: root, dirs: map[string]*attrFile{},
 		macros: map[string][]attrAssign{"binary": {
 			{"diff", attrState{kind: attrUnset}}, {"merge", attrState{kind: attrUnset}}, {"text", attrState{kind: attrUnset}},
 		}},
 	}
-	cfg, err := r.st.Config()
+	cfg, err := r.s.Config()
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
@@ -121,7 +122,7 @@ func (r *Repo) newMergeAttributes(root plumbing.Hash) (*mergeAttributes, error) 
 		return nil, err
 	}
 	a.dirs[""] = rootFile
-	info, err := readOptional(r.dir, "info", "attributes")
+	info, err := readOptional(r.s.Dir(), "info", "attributes")
 	if err != nil {
 		return nil, err
 	}
@@ -514,8 +515,8 @@ func (m *treeMerge) mergeStyle(p string) (lineStyle, string, error) {
 // renormalizeConfig: merge.renormalize makes git convert the three
 // versions' line endings before merging them; that is not done here, so
 // it turns line merges off.
-func (r *Repo) renormalizeConfig() (string, error) {
-	cfg, err := r.st.Config()
+func (r *repo) renormalizeConfig() (string, error) {
+	cfg, err := r.s.Config()
 	if err != nil {
 		return "", fmt.Errorf("read config: %w", err)
 	}
@@ -534,8 +535,8 @@ func (r *Repo) renormalizeConfig() (string, error) {
 // whose two sides read the same a conflict (it does not refine conflicts
 // as its default style does), and its union merge writes conflicts
 // unrefined.
-func (r *Repo) conflictStyleConfig() (string, error) {
-	cfg, err := r.st.Config()
+func (r *repo) conflictStyleConfig() (string, error) {
+	cfg, err := r.s.Config()
 	if err != nil {
 		return "", fmt.Errorf("read config: %w", err)
 	}
@@ -547,4 +548,72 @@ func (r *Repo) conflictStyleConfig() (string, error) {
 		return v, nil
 	}
 	return "", nil
+}
+
+// AttributesFiles returns the .gitattributes files of tree by path.
+func (e *Engine) AttributesFiles(ctx context.Context, tree plumbing.Hash) (map[string]string, error) {
+	r := e.r
+	files := map[string]string{}
+	var walk func(dir string, h plumbing.Hash) error
+	walk = func(dir string, h plumbing.Hash) error {
+		if err := canceled(ctx, "directory /"+dir); err != nil {
+			return err
+		}
+		entries, err := r.readTree(h)
+		if err != nil {
+			return err
+		}
+		for name, e := range entries {
+			p := path.Join(dir, name)
+			switch {
+			case e.isDir():
+				if err := walk(p, e.hash); err != nil {
+					return err
+				}
+			case name == ".gitattributes" && e.isRegular():
+				if files[p], err = r.readBlob(e.hash); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk("", tree); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// MergeAttributes reads the merge attributes of tree as a merge with that
+// attribute root does, and returns the lookup of a path's `merge`
+// attribute in `git check-attr` terms: "unspecified", "set", "unset" or
+// its value.
+func (e *Engine) MergeAttributes(tree plumbing.Hash) (func(path string) (string, error), error) {
+	attrs, err := e.r.newMergeAttributes(tree)
+	if err != nil {
+		return nil, err
+	}
+	return func(p string) (string, error) {
+		st, err := attrs.merge(p)
+		if err != nil {
+			return "", err
+		}
+		switch st.kind {
+		case attrSet:
+			return "set", nil
+		case attrUnset:
+			return "unset", nil
+		case attrValue:
+			return st.value, nil
+		}
+		return "unspecified", nil
+	}, nil
+}
+
+// LineMergeRefusal says why file p, changed on both sides of a merge with
+// attribute root tree, would not be merged line by line ("" if it would).
+func (e *Engine) LineMergeRefusal(tree plumbing.Hash, p string) (string, error) {
+	m := &treeMerge{ctx: context.Background(), r: e.r, attrRoot: tree}
+	_, why, err := m.mergeStyle(p)
+	return why, err
 }

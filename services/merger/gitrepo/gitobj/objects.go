@@ -1,4 +1,4 @@
-package gitrepo
+package gitobj
 
 import (
 	"fmt"
@@ -13,38 +13,38 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// writeObjects stores new objects as loose objects, each written to a
+// WriteObjects stores new objects as loose objects, each written to a
 // temporary file and renamed into place as git does, so that no crash of
 // the process leaves a torn object. In sync mode it fsyncs them and the
 // directories they were added to, so that a ref pointing at them can never
 // survive a power loss that they did not. A loose object already present
 // is skipped; one only in a pack is written loose too (harmless: the same
 // content, which git gc prunes), which saves go-git's pack lookup.
-func (r *Repo) writeObjects(objs ...plumbing.EncodedObject) error {
+func (r *Store) WriteObjects(objs ...plumbing.EncodedObject) error {
 	dirs := map[string]bool{}
 	for _, o := range objs {
 		file, written, err := r.writeLoose(o)
 		if err != nil {
 			return fmt.Errorf("write %s %s: %w", o.Type(), o.Hash(), err)
 		}
-		if written && r.durable.sync {
+		if written && r.durable.Sync {
 			dirs[filepath.Dir(file)] = true
 		}
 	}
 	for d := range dirs {
-		if err := r.durable.fsyncDir(d); err != nil {
+		if err := r.durable.FsyncDir(d); err != nil {
 			return err
 		}
 	}
 	if len(dirs) > 0 { // a new objects/xx directory is an entry of objects/
-		return r.durable.fsyncDir(filepath.Join(r.dir, "objects"))
+		return r.durable.FsyncDir(filepath.Join(r.dir, "objects"))
 	}
 	return nil
 }
 
 // writeLoose writes one loose object unless it exists; it returns its
 // path and whether it wrote it.
-func (r *Repo) writeLoose(o plumbing.EncodedObject) (string, bool, error) {
+func (r *Store) writeLoose(o plumbing.EncodedObject) (string, bool, error) {
 	hex := o.Hash().String()
 	dir := filepath.Join(r.dir, "objects", hex[:2])
 	file := filepath.Join(dir, hex[2:])
@@ -80,7 +80,7 @@ func (r *Repo) writeLoose(o plumbing.EncodedObject) (string, bool, error) {
 		if w.Hash() != o.Hash() {
 			return fmt.Errorf("encoded as %s", w.Hash())
 		}
-		if err := r.durable.fsyncOpen(f, file); err != nil {
+		if err := r.durable.FsyncOpen(f, file); err != nil {
 			return err
 		}
 		return f.Close()
@@ -95,8 +95,8 @@ func (r *Repo) writeLoose(o plumbing.EncodedObject) (string, bool, error) {
 	return file, true, nil
 }
 
-// encodeCommit encodes a commit object in memory.
-func (r *Repo) encodeCommit(c *object.Commit) (plumbing.EncodedObject, error) {
+// EncodeCommit encodes a commit object in memory.
+func (r *Store) EncodeCommit(c *object.Commit) (plumbing.EncodedObject, error) {
 	obj := r.st.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return nil, fmt.Errorf("encode commit: %w", err)

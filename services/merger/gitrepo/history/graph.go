@@ -1,13 +1,52 @@
-package gitrepo
+package history
 
 import (
 	"container/heap"
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
+
+// History answers questions about one repository's history — merge
+// bases, reachability, rev-list — from its commit graph, kept in memory
+// between merges. Not safe for concurrent use: its owner (gitrepo.Repo)
+// serialises the merges of a repository. The walks check their context
+// every ctxEvery commits.
+type History struct {
+	s     *gitobj.Store
+	graph *commitGraph
+}
+
+// New is an empty history of the repository whose objects s holds.
+func New(s *gitobj.Store) *History {
+	return &History{s: s, graph: newCommitGraph()}
+}
+
+// Nodes is how many commits the graph holds.
+func (r *History) Nodes() int { return len(r.graph.nodes) }
+
+// Reset drops the graph; the next merge rebuilds it from the history.
+func (r *History) Reset() { r.graph = newCommitGraph() }
+
+// Disable drops the graph and serves every later question by go-git's
+// plain walks, as for a history beyond the graph's bound; for tests.
+func (r *History) Disable() { r.graph = &commitGraph{tooLarge: true} }
+
+// Added puts a commit just made into the graph, if its parents are in it
+// or can be read; the next merge into its branch starts from it.
+func (r *History) Added(ctx context.Context, c *object.Commit) {
+	if r.ensureGraph(ctx, c.ParentHashes...) == nil {
+		r.graph.add(c)
+	}
+}
+
+// ctxEvery is how many commits a walk reads between two checks of its
+// context: a check per commit would cost more than reading a cached one.
+const ctxEvery = 256
 
 // commitGraph is a repository's commit graph as far as merges have needed
 // it, kept in memory between merges: each commit's parents and generation
@@ -34,11 +73,11 @@ type graphNode struct {
 
 // maxGraphNodes bounds a repository's graph (about 100 bytes a commit).
 // A history beyond it is served by go-git's merge base
-// (fallbackMergeBases), as before the graph existed.
+// (FallbackMergeBases), as before the graph existed.
 const maxGraphNodes = 250_000
 
-// errGraphTooLarge: the history does not fit in maxGraphNodes.
-var errGraphTooLarge = errors.New("history too large for the in-memory commit graph")
+// ErrGraphTooLarge: the history does not fit in maxGraphNodes.
+var ErrGraphTooLarge = errors.New("history too large for the in-memory commit graph")
 
 func newCommitGraph() *commitGraph {
 	return &commitGraph{nodes: map[plumbing.Hash]graphNode{}}
@@ -55,8 +94,8 @@ func (g *commitGraph) add(c *object.Commit) {
 
 // ensureGraph puts the commits hs and their whole history into the graph
 // (reading only the commits not in it yet); on success all of them are
-// in. Callers hold r.mu.
-func (r *Repo) ensureGraph(hs ...plumbing.Hash) error {
+// in.
+func (r *History) ensureGraph(ctx context.Context, hs ...plumbing.Hash) error {
 	g := r.graph
 	missing := false
 	for _, h := range hs {
@@ -68,7 +107,7 @@ func (r *Repo) ensureGraph(hs ...plumbing.Hash) error {
 		return nil
 	}
 	if g.tooLarge {
-		return errGraphTooLarge
+		return ErrGraphTooLarge
 	}
 	if len(g.nodes) >= maxGraphNodes {
 		*g = *newCommitGraph() // start over from what merges need now
@@ -77,7 +116,12 @@ func (r *Repo) ensureGraph(hs ...plumbing.Hash) error {
 	// commits read whose parents are not all in yet.
 	pending := map[plumbing.Hash]*object.Commit{}
 	stack := append([]plumbing.Hash(nil), hs...)
-	for len(stack) > 0 {
+	for n := 0; len(stack) > 0; n++ {
+		if n%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		top := stack[len(stack)-1]
 		if _, ok := g.nodes[top]; ok {
 			stack = stack[:len(stack)-1]
@@ -87,10 +131,10 @@ func (r *Repo) ensureGraph(hs ...plumbing.Hash) error {
 		if !ok {
 			if len(g.nodes)+len(pending) >= maxGraphNodes {
 				*g = commitGraph{tooLarge: true}
-				return errGraphTooLarge
+				return ErrGraphTooLarge
 			}
 			var err error
-			if c, err = r.readCommit(top); err != nil {
+			if c, err = r.s.ReadCommit(top); err != nil {
 				return err
 			}
 			pending[top] = c
@@ -111,7 +155,7 @@ func (r *Repo) ensureGraph(hs ...plumbing.Hash) error {
 	return nil
 }
 
-// mergeBases returns the best common ancestors of a and b (`git merge-base
+// MergeBases returns the best common ancestors of a and b (`git merge-base
 // --all`): one for an ordinary history, several for a criss-cross, none
 // for unrelated histories.
 //
@@ -122,9 +166,9 @@ func (r *Repo) ensureGraph(hs ...plumbing.Hash) error {
 // common ancestors found are exactly those below no other one — no
 // date heuristics, no clean-up pass. It reads the commits since the fork,
 // and only those not seen by an earlier merge.
-func (r *Repo) mergeBases(a, b *object.Commit) ([]*object.Commit, error) {
-	if err := r.ensureGraph(a.Hash, b.Hash); err != nil {
-		return r.fallbackMergeBases(a, b, err)
+func (r *History) MergeBases(ctx context.Context, a, b *object.Commit) ([]*object.Commit, error) {
+	if err := r.ensureGraph(ctx, a.Hash, b.Hash); err != nil {
+		return r.FallbackMergeBases(a, b, err)
 	}
 	var found []plumbing.Hash
 	if a.Hash == b.Hash {
@@ -134,7 +178,7 @@ func (r *Repo) mergeBases(a, b *object.Commit) ([]*object.Commit, error) {
 	}
 	bases := make([]*object.Commit, 0, len(found))
 	for _, h := range found {
-		c, err := r.commit(h)
+		c, err := r.s.Commit(h)
 		if err != nil {
 			return nil, err
 		}
@@ -143,18 +187,20 @@ func (r *Repo) mergeBases(a, b *object.Commit) ([]*object.Commit, error) {
 	return bases, nil
 }
 
-// fallbackMergeBases is go-git's merge base, for histories beyond the
-// graph's bound. It reads the newer commit's whole history every time.
-func (r *Repo) fallbackMergeBases(a, b *object.Commit, why error) ([]*object.Commit, error) {
-	if !errors.Is(why, errGraphTooLarge) {
+// FallbackMergeBases is go-git's merge base, for histories beyond the
+// graph's bound (why is ErrGraphTooLarge; any other error is returned).
+// It reads the newer commit's whole history every time, without checking
+// a context: go-git's walk takes none.
+func (r *History) FallbackMergeBases(a, b *object.Commit, why error) ([]*object.Commit, error) {
+	if !errors.Is(why, ErrGraphTooLarge) {
 		return nil, fmt.Errorf("merge base of %s and %s: %w", a.Hash, b.Hash, why)
 	}
 	// go-git's walk needs commits bound to the storage.
-	ga, err := object.GetCommit(r.st, a.Hash)
+	ga, err := object.GetCommit(r.s.Storer(), a.Hash)
 	if err != nil {
 		return nil, fmt.Errorf("merge base of %s and %s: %w", a.Hash, b.Hash, err)
 	}
-	gb, err := object.GetCommit(r.st, b.Hash)
+	gb, err := object.GetCommit(r.s.Storer(), b.Hash)
 	if err != nil {
 		return nil, fmt.Errorf("merge base of %s and %s: %w", a.Hash, b.Hash, err)
 	}

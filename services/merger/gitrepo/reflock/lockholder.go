@@ -1,4 +1,4 @@
-package gitrepo
+package reflock
 
 import (
 	"bytes"
@@ -236,4 +236,36 @@ func parseProcStat(b []byte) (procState, bool) {
 		return procState{}, false
 	}
 	return procState{state: f[0][0], start: start}, true
+}
+
+// Holder is what a lock record says of its holder, for tests and for
+// people reading a lock.
+type Holder struct {
+	Host, Boot, PIDNS string
+	PID               int
+	Start             uint64
+	Proc              string
+	Live              bool // the holder keeps an flock on the lock
+}
+
+// RecordMagic opens every lock record.
+const RecordMagic = holderMagic
+
+// ParseRecord reads a lock file's content as a holder record; ok is false
+// for anything else (git's lock holding a sha, an empty lock, a record
+// missing a field).
+func ParseRecord(b []byte) (Holder, bool) {
+	h, ok := parseRecord(b)
+	return h.export(), ok
+}
+
+// Self is this process as its locks name it; ok is false where /proc
+// cannot say (then nobody ever breaks its locks).
+func Self() (Holder, bool) {
+	h, ok := me()
+	return h.export(), ok
+}
+
+func (h holder) export() Holder {
+	return Holder{Host: h.host, Boot: h.boot, PIDNS: h.pidns, PID: h.pid, Start: h.start, Proc: h.proc, Live: h.live}
 }

@@ -1,6 +1,7 @@
-package gitrepo
+package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -30,20 +31,20 @@ func (e entry) dirOrAbsent() bool { return !e.present() || e.isDir() }
 // readTree returns a tree's entries by name; the zero hash is the empty tree.
 // The map is shared with the cache of parsed trees: callers must not
 // modify it.
-func (r *Repo) readTree(h plumbing.Hash) (map[string]entry, error) {
+func (r *repo) readTree(h plumbing.Hash) (map[string]entry, error) {
 	if h.IsZero() {
 		return map[string]entry{}, nil
 	}
-	if entries, ok := r.objects.tree(h); ok {
-		return entries, nil
+	if entries, ok := r.s.CachedTree(h); ok {
+		return entries.(map[string]entry), nil
 	}
 	entries := map[string]entry{}
 	var t *object.Tree
 	var err error
 	if o, ok := r.overlay[h]; ok {
-		t, err = object.DecodeTree(r.st, o)
+		t, err = object.DecodeTree(r.s.Storer(), o)
 	} else {
-		t, err = object.GetTree(r.st, h)
+		t, err = object.GetTree(r.s.Storer(), h)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", h, err)
@@ -54,8 +55,17 @@ func (r *Repo) readTree(h plumbing.Hash) (map[string]entry, error) {
 		}
 		entries[e.Name] = entry{mode: e.Mode, hash: e.Hash}
 	}
-	r.objects.putTree(h, entries)
+	r.cacheTree(h, entries)
 	return entries, nil
+}
+
+// cacheTree keeps a parsed tree in the store's cache.
+func (r *repo) cacheTree(h plumbing.Hash, entries map[string]entry) {
+	names := 0
+	for n := range entries {
+		names += len(n)
+	}
+	r.s.CacheTree(h, entries, len(entries), names)
 }
 
 // unionNames lists the names of all the trees, sorted.
@@ -80,18 +90,22 @@ var errStopWalk = errors.New("stop walk")
 // diffTrees calls fn for every non-directory path whose entry differs
 // between tree a and tree b (zero hashes are empty trees), skipping
 // identical subtrees by hash. A directory present on one side only is
-// expanded into its files. fn returns false to stop the walk.
-func (r *Repo) diffTrees(a, b plumbing.Hash, fn func(path string, from, to entry) bool) error {
-	err := r.diffDir("", a, b, fn)
+// expanded into its files. fn returns false to stop the walk. It checks
+// ctx at every directory.
+func (r *repo) diffTrees(ctx context.Context, a, b plumbing.Hash, fn func(path string, from, to entry) bool) error {
+	err := r.diffDir(ctx, "", a, b, fn)
 	if errors.Is(err, errStopWalk) {
 		return nil
 	}
 	return err
 }
 
-func (r *Repo) diffDir(dir string, a, b plumbing.Hash, fn func(string, entry, entry) bool) error {
+func (r *repo) diffDir(ctx context.Context, dir string, a, b plumbing.Hash, fn func(string, entry, entry) bool) error {
 	if a == b {
 		return nil
+	}
+	if err := canceled(ctx, "a tree diff"); err != nil {
+		return err
 	}
 	ta, err := r.readTree(a)
 	if err != nil {
@@ -115,7 +129,7 @@ func (r *Repo) diffDir(dir string, a, b plumbing.Hash, fn func(string, entry, en
 			subB, eb = eb.hash, entry{}
 		}
 		if !subA.IsZero() || !subB.IsZero() {
-			if err := r.diffDir(p, subA, subB, fn); err != nil {
+			if err := r.diffDir(ctx, p, subA, subB, fn); err != nil {
 				return err
 			}
 		}
@@ -128,9 +142,9 @@ func (r *Repo) diffDir(dir string, a, b plumbing.Hash, fn func(string, entry, en
 
 // changedPaths lists the files that differ between two trees, sorted, at
 // most MaxChangedPaths of them.
-func (r *Repo) changedPaths(from, to plumbing.Hash) ([]string, error) {
+func (r *repo) changedPaths(ctx context.Context, from, to plumbing.Hash) ([]string, error) {
 	var paths []string
-	err := r.diffTrees(from, to, func(p string, _, _ entry) bool {
+	err := r.diffTrees(ctx, from, to, func(p string, _, _ entry) bool {
 		paths = append(paths, p)
 		return len(paths) < MaxChangedPaths
 	})

@@ -1,0 +1,130 @@
+package gitobj
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// Store is one repository's objects: go-git's storage of its git
+// directory, its view of the shared Cache, and the loose objects it
+// writes. It is not safe for concurrent use: its owner (gitrepo.Repo)
+// serialises the merges of a repository.
+type Store struct {
+	dir     string // the git directory
+	durable Durability
+
+	st *filesystem.Storage
+	// The repository's view of the shared object cache (cache.go), and
+	// go-git's one onto it.
+	objects repoCache
+	cache   cache.Object
+}
+
+// NewStore opens the objects of git directory dir; id tells its values
+// apart from other repositories' in the shared cache c, and must be
+// unique among the stores using c.
+func NewStore(dir string, c *Cache, id uint64, d Durability) *Store {
+	view := repoCache{c: c, repo: id}
+	return &Store{
+		dir: dir, durable: d, objects: view, cache: goGitCache(view),
+		st: filesystem.NewStorage(osfs.New(dir), goGitCache(view)),
+	}
+}
+
+// Dir is the git directory.
+func (r *Store) Dir() string { return r.dir }
+
+// Durability is what the store's writes fsync.
+func (r *Store) Durability() Durability { return r.durable }
+
+// Storer is go-git's storage, for go-git's own walks (tags, refs, the
+// merge base of histories beyond the commit graph). It changes with
+// Session: take it anew for each use.
+func (r *Store) Storer() *filesystem.Storage { return r.st }
+
+// Close releases the storage's files.
+func (r *Store) Close() error { return r.st.Close() }
+
+// Config is the repository's config file (go-git reads it anew each call).
+func (r *Store) Config() (*config.Config, error) { return r.st.Config() }
+
+// Refresh makes go-git see packs written by other processes since the last
+// call (`git push` of many objects, `git gc`): go-git loads the pack index
+// list once and would otherwise never find their objects. Loose objects are
+// always looked up on disk, refs are read by ReadRef.
+func (r *Store) Refresh() { r.st.Reindex() }
+
+// Session switches the store, for one merge, to a storage that keeps its
+// pack files open — go-git otherwise opens and closes a pack for every
+// object it reads, which made a merge-base walk over 5,000 commits spend
+// most of its time in open(2) — and returns the function that closes them
+// and switches back. Holding no descriptors between merges keeps a merger
+// serving many repositories within its file limit. Both storages share the
+// object cache.
+func (r *Store) Session() (end func()) {
+	st := filesystem.NewStorageWithOptions(osfs.New(r.dir), r.cache, filesystem.Options{KeepDescriptors: true})
+	prev := r.st
+	r.st = st
+	return func() {
+		_ = st.Close() // read-only descriptors: nothing to lose on error
+		r.st = prev
+	}
+}
+
+// NewEncodedObject is an empty object to encode into, in memory.
+func (r *Store) NewEncodedObject() plumbing.EncodedObject { return r.st.NewEncodedObject() }
+
+// Commit loads a commit object, from the cache of parsed commits if it is
+// there; ErrObjectMissing wrapped if it is not in the repository. The
+// commit is not bound to a storage: go-git methods that load other
+// objects (Parents, Tree, MergeBase) must not be called on it.
+func (r *Store) Commit(h plumbing.Hash) (*object.Commit, error) {
+	if c, ok := r.objects.commit(h); ok {
+		return c, nil
+	}
+	c, err := r.ReadCommit(h)
+	if err != nil {
+		return nil, err
+	}
+	r.objects.putCommit(h, c)
+	return c, nil
+}
+
+// KeepCommit puts a commit just made into the cache of parsed commits.
+func (r *Store) KeepCommit(c *object.Commit) { r.objects.putCommit(c.Hash, c) }
+
+// ReadCommit reads and parses a commit object, bypassing the cache.
+func (r *Store) ReadCommit(h plumbing.Hash) (*object.Commit, error) {
+	o, err := r.st.EncodedObject(plumbing.AnyObject, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, fmt.Errorf("commit %s: %w", h, ErrObjectMissing)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", h, err)
+	}
+	c := &object.Commit{}
+	if err := c.Decode(o); err != nil {
+		return nil, fmt.Errorf("commit %s: %w", h, err)
+	}
+	return c, nil
+}
+
+// ErrObjectMissing marks a commit that is not in the repository at all.
+var ErrObjectMissing = errors.New("object not in repository")
+
+// CachedTree returns a parsed tree kept by CacheTree; it is shared:
+// callers must not modify it.
+func (r *Store) CachedTree(h plumbing.Hash) (any, bool) { return r.objects.tree(h) }
+
+// CacheTree keeps a parsed tree of n entries whose names hold nameBytes
+// bytes, for the estimate of its size.
+func (r *Store) CacheTree(h plumbing.Hash, t any, n, nameBytes int) {
+	r.objects.putTree(h, t, n, nameBytes)
+}
