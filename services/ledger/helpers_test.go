@@ -120,7 +120,7 @@ func env(t testing.TB, e *event.Event) contracts.Envelope {
 type fixture struct {
 	t     testing.TB
 	db    *psqlite.DB
-	store *ledgersqlite.Store
+	store *ledger.Store
 	proj  *ledger.Projector
 	logs  *syncBuffer
 	log   *slog.Logger
@@ -148,7 +148,7 @@ func (f *fixture) project(e *event.Event) ledger.Result {
 	return res
 }
 
-func (f *fixture) tryProject(store *ledgersqlite.Store, e *event.Event) (ledger.Result, error) {
+func (f *fixture) tryProject(store *ledger.Store, e *event.Event) (ledger.Result, error) {
 	en := env(f.t, e)
 	ctx := context.Background()
 	var res ledger.Result

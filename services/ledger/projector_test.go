@@ -259,7 +259,7 @@ func TestProjectConcurrentSameEvent(t *testing.T) {
 		// connections, serialised by SQLite's lock.
 		f := newFixture(t)
 		path := filepath.Join(t.TempDir(), "ledger.sqlite")
-		open := func() *ledgersqlite.Store {
+		open := func() *ledger.Store {
 			db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
 			if err != nil {
 				t.Fatalf("open: %v", err)
@@ -273,7 +273,7 @@ func TestProjectConcurrentSameEvent(t *testing.T) {
 	})
 }
 
-func concurrentSameEvent(t *testing.T, f *fixture, a, b *ledgersqlite.Store) {
+func concurrentSameEvent(t *testing.T, f *fixture, a, b *ledger.Store) {
 	r := newRun(t, pr)
 	if _, err := f.tryProject(a, r.ev); err != nil {
 		t.Fatal(err)
@@ -283,7 +283,7 @@ func concurrentSameEvent(t *testing.T, f *fixture, a, b *ledgersqlite.Store) {
 	results := make([]ledger.Result, 2)
 	errs := make([]error, 2)
 	start := make(chan struct{})
-	for i, s := range []*ledgersqlite.Store{a, b} {
+	for i, s := range []*ledger.Store{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

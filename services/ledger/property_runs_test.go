@@ -327,7 +327,7 @@ func TestProjectTwoLedgersAcrossRuns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
 	f := newFixture(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	open := func() *ledgersqlite.Store {
+	open := func() *ledger.Store {
 		db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
 		if err != nil {
 			t.Fatalf("open: %v", err)
@@ -335,7 +335,7 @@ func TestProjectTwoLedgersAcrossRuns(t *testing.T) {
 		t.Cleanup(func() { db.Close() })
 		return ledgersqlite.NewStore(db)
 	}
-	stores := []*ledgersqlite.Store{open(), open()}
+	stores := []*ledger.Store{open(), open()}
 	prs := 20
 	if testing.Short() {
 		prs = 6

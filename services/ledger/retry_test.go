@@ -18,7 +18,7 @@ import (
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
-func (f *fixture) retrier(store *ledgersqlite.Store) *ledger.Retrier {
+func (f *fixture) retrier(store *ledger.Store) *ledger.Retrier {
 	return &ledger.Retrier{Store: store, Proj: f.proj, NewID: step.NewID, Log: f.log}
 }
 
@@ -171,7 +171,7 @@ func TestRetryIdempotencyKey(t *testing.T) {
 func TestRetryConcurrent(t *testing.T) {
 	f := newFixture(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	open := func() (*psqlite.DB, *ledgersqlite.Store) {
+	open := func() (*psqlite.DB, *ledger.Store) {
 		db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
 		if err != nil {
 			t.Fatal(err)
@@ -190,7 +190,7 @@ func TestRetryConcurrent(t *testing.T) {
 	answers := make([]ledger.RetryAnswer, 2)
 	errs := make([]error, 2)
 	start := make(chan struct{})
-	for i, s := range []*ledgersqlite.Store{a, b} {
+	for i, s := range []*ledger.Store{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -69,7 +69,7 @@ func newWDFixture(t *testing.T) *wdFixture {
 	return &wdFixture{fixture: f, clock: c, bus: &fakeBus{backlog: ledger.Backlog{Pending: 3, AckPending: 1}, dlq: 1}}
 }
 
-func (f *wdFixture) watchdog(store *ledgersqlite.Store, cfg ledger.WatchdogConfig) *ledger.Watchdog {
+func (f *wdFixture) watchdog(store *ledger.Store, cfg ledger.WatchdogConfig) *ledger.Watchdog {
 	return &ledger.Watchdog{Config: cfg, Store: store, Bus: f.bus, Proj: f.proj, Log: f.log, Now: f.clock.Now}
 }
 
@@ -259,7 +259,7 @@ func TestWatchdogLateSuccessHeals(t *testing.T) {
 func TestWatchdogTwoInstancesMoveEachRowOnce(t *testing.T) {
 	f := newWDFixture(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	open := func() (*psqlite.DB, *ledgersqlite.Store) {
+	open := func() (*psqlite.DB, *ledger.Store) {
 		db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
 		if err != nil {
 			t.Fatal(err)
@@ -278,7 +278,7 @@ func TestWatchdogTwoInstancesMoveEachRowOnce(t *testing.T) {
 	f.clock.Set(t0.Add(time.Hour))
 	var wg sync.WaitGroup
 	moved := make([]int, 2)
-	for i, s := range []*ledgersqlite.Store{a, b} {
+	for i, s := range []*ledger.Store{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

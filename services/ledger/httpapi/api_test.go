@@ -85,7 +85,7 @@ func request(pr string) contracts.Request {
 
 // seed projects three sagas: one merged, one failed at VALIDATING, one in
 // flight; then empties the outbox so tests see only what they add.
-func (f *fixture) seed(store *ledgersqlite.Store) {
+func (f *fixture) seed(store *ledger.Store) {
 	t := f.t
 	at := now
 	proj := &ledger.Projector{Now: func() time.Time { at = at.Add(time.Second); return at }}

@@ -25,7 +25,7 @@ import (
 // startConsumer runs one ledger's consumer and relay (no watchdog: a row
 // parked for a moment must not be timed out here) over the database file
 // at path, on b.
-func startConsumer(t *testing.T, b *bus.Bus, path string) *ledgersqlite.Store {
+func startConsumer(t *testing.T, b *bus.Bus, path string) *ledger.Store {
 	t.Helper()
 	db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, server.Migrations)
 	if err != nil {

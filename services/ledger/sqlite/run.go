@@ -2,34 +2,27 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
-// targetBranch reads the run's target branch from one of its events
-// (every saga payload carries the request); "" when unknown.
-func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
+// RunEvent is one recorded event of a run (any); sql.ErrNoRows when the
+// run has none.
+func (s *Tables) RunEvent(ctx context.Context, correlationID string) (json.RawMessage, error) {
 	var raw string
 	if err := s.db.QueryRowContext(ctx, `SELECT event FROM saga_event WHERE correlation_id = ? LIMIT 1`,
 		correlationID).Scan(&raw); err != nil {
-		return ""
+		return nil, err
 	}
-	e, err := ledger.Event{Event: []byte(raw)}.CloudEvent()
-	if err != nil {
-		return ""
-	}
-	var r contracts.Request
-	if contracts.Decode(e, &r) != nil {
-		return ""
-	}
-	return r.TargetBranch
+	return json.RawMessage(raw), nil
 }
 
 // Run returns what the ledger recorded for one run: its transitions (of
 // every PR that carried it; in practice one) and its events, oldest first.
-func (s *Store) Run(ctx context.Context, correlationID string) (ledger.Run, error) {
+func (s *Tables) Run(ctx context.Context, correlationID string) (ledger.Run, error) {
 	run := ledger.Run{CorrelationID: correlationID, Transitions: []ledger.Transition{}, Events: []ledger.Event{}}
 	rows, err := s.db.QueryContext(ctx, `SELECT pr_id, seq, correlation_id, from_state, to_state, reason,
 		event_id, inferred, actor, at FROM saga_transition WHERE correlation_id = ? ORDER BY at, seq LIMIT ?`, correlationID, MaxEvents)

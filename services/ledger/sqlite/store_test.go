@@ -26,12 +26,12 @@ func row(pr string, state contracts.State, at time.Time) contracts.Row {
 		State: state, Attempts: 1, CreatedAt: at, UpdatedAt: at}
 }
 
-func save(t *testing.T, s *ledgersqlite.Store, prev, next contracts.Row) error {
+func save(t *testing.T, s *ledger.Store, prev, next contracts.Row) error {
 	t.Helper()
 	return s.Update(context.Background(), func(tx ledger.Tx) error { return tx.SaveSaga(prev, next) })
 }
 
-func read(t *testing.T, s *ledgersqlite.Store, pr string) contracts.Row {
+func read(t *testing.T, s *ledger.Store, pr string) contracts.Row {
 	t.Helper()
 	var r contracts.Row
 	err := s.Update(context.Background(), func(tx ledger.Tx) error {
@@ -116,7 +116,7 @@ func TestAddTransitionsNumbersAfterTheLast(t *testing.T) {
 // seed writes 120 sagas over three repos and three states; every third
 // one shares its updated_at with its neighbour, so that ties are broken by
 // pr_id.
-func seed(t *testing.T, s *ledgersqlite.Store) []contracts.Row {
+func seed(t *testing.T, s *ledger.Store) []contracts.Row {
 	var rows []contracts.Row
 	states := []contracts.State{contracts.StateValidating, contracts.StateMerged, contracts.StateMergeFailed}
 	err := s.Update(context.Background(), func(tx ledger.Tx) error {
@@ -157,7 +157,7 @@ func wantOrder(rows []contracts.Row, keep func(contracts.Row) bool) []string {
 	return ids
 }
 
-func walk(t *testing.T, s *ledgersqlite.Store, f ledger.Filter) (ids []string, pages int) {
+func walk(t *testing.T, s *ledger.Store, f ledger.Filter) (ids []string, pages int) {
 	t.Helper()
 	for {
 		p, err := s.List(context.Background(), f)

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
-
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/services/ledger"
 
@@ -19,7 +17,8 @@ import (
 // Tx is a ledger.Tx over an open platform transaction: the runner's, so
 // that the projection commits with the inbox and the outbox.
 type Tx struct {
-	tx *psqlite.Tx
+	ledger.TxOutbox // the platform transaction's Emit and AfterCommit
+	tx              *psqlite.Tx
 	// lastSeq is, per PR whose row Saga read, the number of its last
 	// transition, read with the row and kept up to date by AddTransitions:
 	// the projection then numbers new transitions without a query of its
@@ -30,7 +29,7 @@ type Tx struct {
 var _ ledger.Tx = (*Tx)(nil)
 
 // Bind returns the ledger's view of an open transaction.
-func Bind(tx *psqlite.Tx) *Tx { return &Tx{tx: tx} }
+func Bind(tx *psqlite.Tx) *Tx { return &Tx{TxOutbox: tx, tx: tx} }
 
 const sagaColumns = `pr_id, repo, correlation_id, state, failed_step, last_error, timed_out,
 	attempts, merge_sha, merged, version, created_at, updated_at`
@@ -142,12 +141,6 @@ func (t *Tx) RecordEvent(e ledger.Event) error {
 	}
 	return nil
 }
-
-// Emit appends events to the outbox.
-func (t *Tx) Emit(evs ...*event.Event) error { return t.tx.Emit(evs...) }
-
-// AfterCommit runs f after the transaction commits.
-func (t *Tx) AfterCommit(f func()) { t.tx.AfterCommit(f) }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 

@@ -20,13 +20,12 @@ import (
 	"github.com/prsaga/prsaga/platform/store"
 	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
 	"github.com/prsaga/prsaga/services/ledger"
-	"github.com/prsaga/prsaga/services/ledger/server"
 )
 
 // Adapter is the ledger's tables on one store.
 type Adapter struct {
 	DB    store.DB
-	Store server.Store
+	Store *ledger.Store
 }
 
 // Opener opens a fresh database of one store with the ledger's schema.
@@ -57,11 +56,11 @@ func row(pr string, state contracts.State, at time.Time) contracts.Row {
 		State: state, Attempts: 1, CreatedAt: at, UpdatedAt: at}
 }
 
-func save(ctx context.Context, s server.Store, prev, next contracts.Row) error {
+func save(ctx context.Context, s *ledger.Store, prev, next contracts.Row) error {
 	return s.Update(ctx, func(tx ledger.Tx) error { return tx.SaveSaga(prev, next) })
 }
 
-func read(t *testing.T, s server.Store, pr string) contracts.Row {
+func read(t *testing.T, s *ledger.Store, pr string) contracts.Row {
 	t.Helper()
 	var r contracts.Row
 	if err := s.Update(pstoretest.Context(t), func(tx ledger.Tx) error {
@@ -320,7 +319,7 @@ func testHistory(t *testing.T, open Opener) {
 // seed writes 120 sagas over three repos and three states; every third one
 // shares its updated_at with its neighbour, so that ties are broken by
 // pr_id. One transaction per row.
-func seed(t *testing.T, s server.Store) []contracts.Row {
+func seed(t *testing.T, s *ledger.Store) []contracts.Row {
 	t.Helper()
 	var rows []contracts.Row
 	states := []contracts.State{contracts.StateValidating, contracts.StateMerged, contracts.StateMergeFailed}
@@ -355,7 +354,7 @@ func wantOrder(rows []contracts.Row, keep func(contracts.Row) bool) []string {
 	return ids
 }
 
-func walk(t *testing.T, s server.Store, f ledger.Filter) (ids []string, pages int) {
+func walk(t *testing.T, s *ledger.Store, f ledger.Filter) (ids []string, pages int) {
 	t.Helper()
 	for {
 		p, err := s.List(pstoretest.Context(t), f)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -19,7 +18,8 @@ import (
 // saga_transition), so nothing depends on reading the transaction's own
 // writes.
 type Tx struct {
-	tx *pydb.Tx
+	ledger.TxOutbox // the platform transaction's Emit and AfterCommit
+	tx              *pydb.Tx
 }
 
 var _ ledger.Tx = (*Tx)(nil)
@@ -222,12 +222,6 @@ func (t *Tx) SaveRetryAnswer(key string, a ledger.RetryAnswer) error {
 	}
 	return nil
 }
-
-// Emit appends events to the outbox.
-func (t *Tx) Emit(evs ...*event.Event) error { return t.tx.Emit(evs...) }
-
-// AfterCommit runs f after the transaction commits.
-func (t *Tx) AfterCommit(f func()) { t.tx.AfterCommit(f) }
 
 func scanSaga(row query.Row) (contracts.Row, error) {
 	var r contracts.Row
