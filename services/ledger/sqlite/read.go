@@ -55,6 +55,11 @@ func (s *Tables) Transitions(ctx context.Context, prID string) ([]ledger.Transit
 // served by an index (idx_saga_state, idx_saga_repo or idx_saga_updated).
 func (s *Tables) ListRows(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
 	q, args := listQuery(f)
+	return s.sagas(ctx, q, args...)
+}
+
+// sagas runs q, which selects sagaColumns, and scans every row.
+func (s *Tables) sagas(ctx context.Context, q string, args ...any) ([]contracts.Row, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

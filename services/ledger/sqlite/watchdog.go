@@ -29,20 +29,7 @@ const stuckQuery = `SELECT ` + sagaColumns + ` FROM pr_saga INDEXED BY idx_saga_
 // StuckRows returns at most limit rows in state last updated before
 // cutoff, oldest first: one index range.
 func (s *Tables) StuckRows(ctx context.Context, state contracts.State, cutoff time.Time, limit int) ([]contracts.Row, error) {
-	rows, err := s.db.QueryContext(ctx, stuckQuery, string(state), micros(cutoff), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []contracts.Row
-	for rows.Next() {
-		r, err := scanSaga(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return s.sagas(ctx, stuckQuery, string(state), micros(cutoff), limit)
 }
 
 // LatestEvent returns the run's most recently received event of a type.

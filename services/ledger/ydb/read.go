@@ -22,26 +22,18 @@ const MaxEvents = 1000
 // SagaRow reads the PR's row, or ledger.ErrNotFound.
 func (s *Tables) SagaRow(ctx context.Context, prID string) (contracts.Row, error) {
 	row, err := s.db.QueryRow(ctx, qSaga, prKey(prID))
-	if pydb.IsNoRows(err) {
+	r, err := sagaRow(row, err, prID)
+	if err == nil && !r.Exists {
 		return contracts.Row{}, fmt.Errorf("%s: %w", prID, ledger.ErrNotFound)
 	}
-	if err != nil {
-		return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
-	}
-	r, err := scanSaga(row)
-	if err != nil {
-		return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
-	}
-	return r, nil
+	return r, err
 }
 
 // Transitions lists the PR's history, oldest first.
 func (s *Tables) Transitions(ctx context.Context, prID string) ([]ledger.Transition, error) {
-	out := []ledger.Transition{}
-	err := s.db.Query(ctx, qTransitions, prKey(prID), func(row query.Row) error {
+	out, err := collect(ctx, s.db, qTransitions, prKey(prID), func(row query.Row) (ledger.Transition, error) {
 		t, _, err := scanTransition(row, false)
-		out = append(out, t)
-		return err
+		return t, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
@@ -141,10 +133,16 @@ func newestFirst(a, b contracts.Row) int {
 }
 
 func (s *Tables) sagas(ctx context.Context, q string, p ydbsdk.Params) ([]contracts.Row, error) {
-	var out []contracts.Row
-	err := s.db.Query(ctx, q, p, func(row query.Row) error {
-		r, err := scanSaga(row)
-		out = append(out, r)
+	return collect(ctx, s.db, q, p, scanSaga)
+}
+
+// collect runs q and scans every row of its answer (an empty answer is
+// an empty slice, not nil).
+func collect[T any](ctx context.Context, db *pydb.DB, q string, p ydbsdk.Params, scan func(query.Row) (T, error)) ([]T, error) {
+	out := []T{}
+	err := db.Query(ctx, q, p, func(row query.Row) error {
+		v, err := scan(row)
+		out = append(out, v)
 		return err
 	})
 	return out, err
@@ -153,13 +151,7 @@ func (s *Tables) sagas(ctx context.Context, q string, p ydbsdk.Params) ([]contra
 // Events lists the events recorded for a PR, oldest first (at most
 // MaxEvents). An unknown PR has none.
 func (s *Tables) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
-	out := []ledger.Event{}
-	err := s.db.Query(ctx, qEventsOfPR, prEventsParams(prID),
-		func(row query.Row) error {
-			e, err := scanEvent(row)
-			out = append(out, e)
-			return err
-		})
+	out, err := collect(ctx, s.db, qEventsOfPR, prEventsParams(prID), scanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("list events of %s: %w", prID, err)
 	}
@@ -200,12 +192,7 @@ func (s *Tables) Run(ctx context.Context, correlationID string) (ledger.Run, err
 // RecentTransitions is the window w of the history, newest first
 // (idx_transition_at).
 func (s *Tables) RecentTransitions(ctx context.Context, w ledger.StepWindow) ([]ledger.StepRow, error) {
-	var out []ledger.StepRow
-	err := s.db.Query(ctx, qRecentTransitions, recentParams(w), func(row query.Row) error {
-		r, err := scanStepRow(row)
-		out = append(out, r)
-		return err
-	})
+	out, err := collect(ctx, s.db, qRecentTransitions, recentParams(w), scanStepRow)
 	if err != nil {
 		return nil, fmt.Errorf("step durations: %w", err)
 	}
