@@ -138,6 +138,18 @@ func newFixture(t testing.TB) *fixture {
 	}
 }
 
+// openFile opens the ledger database file at path as one ledger process
+// does: several handles on one file are several ledgers.
+func openFile(t testing.TB, path string) (*psqlite.DB, *ledger.Store) {
+	t.Helper()
+	db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, ledgersqlite.NewStore(db)
+}
+
 // project applies one event in its own transaction, as the runner does.
 func (f *fixture) project(e *event.Event) ledger.Result {
 	f.t.Helper()
@@ -150,14 +162,8 @@ func (f *fixture) project(e *event.Event) ledger.Result {
 
 func (f *fixture) tryProject(store *ledger.Store, e *event.Event) (ledger.Result, error) {
 	en := env(f.t, e)
-	ctx := context.Background()
-	var res ledger.Result
-	err := store.Update(ctx, func(tx ledger.Tx) error {
-		var err error
-		res, err = f.proj.Project(ctx, tx, en, logging.ForEvent(f.log, en))
-		return err
-	})
-	return res, err
+	l := &ledger.Ledger{Store: store, Proj: f.proj}
+	return l.Apply(context.Background(), en, logging.ForEvent(f.log, en))
 }
 
 func (f *fixture) saga(pr string) ledger.Saga {

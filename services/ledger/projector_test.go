@@ -12,9 +12,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/ledger"
-	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
 const pr = "acme/widgets#42"
@@ -259,16 +257,9 @@ func TestProjectConcurrentSameEvent(t *testing.T) {
 		// connections, serialised by SQLite's lock.
 		f := newFixture(t)
 		path := filepath.Join(t.TempDir(), "ledger.sqlite")
-		open := func() *ledger.Store {
-			db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
-			if err != nil {
-				t.Fatalf("open: %v", err)
-			}
-			t.Cleanup(func() { db.Close() })
-			return ledgersqlite.NewStore(db)
-		}
-		a := open()
-		concurrentSameEvent(t, f, a, open())
+		_, a := openFile(t, path)
+		_, b := openFile(t, path)
+		concurrentSameEvent(t, f, a, b)
 		f.store = a
 	})
 }

@@ -13,10 +13,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
-	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
 // runPlan is what one run of a PR does. Attempt 1 succeeds up to fail1 and
@@ -327,15 +325,9 @@ func TestProjectTwoLedgersAcrossRuns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
 	f := newFixture(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	open := func() *ledger.Store {
-		db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return ledgersqlite.NewStore(db)
-	}
-	stores := []*ledger.Store{open(), open()}
+	_, a := openFile(t, path)
+	_, b := openFile(t, path)
+	stores := []*ledger.Store{a, b}
 	prs := 20
 	if testing.Short() {
 		prs = 6

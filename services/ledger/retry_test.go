@@ -15,7 +15,6 @@ import (
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
-	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
 func (f *fixture) retrier(store *ledger.Store) *ledger.Retrier {
@@ -171,16 +170,8 @@ func TestRetryIdempotencyKey(t *testing.T) {
 func TestRetryConcurrent(t *testing.T) {
 	f := newFixture(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	open := func() (*psqlite.DB, *ledger.Store) {
-		db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db, ledgersqlite.NewStore(db)
-	}
-	dbA, a := open()
-	_, b := open()
+	dbA, a := openFile(t, path)
+	_, b := openFile(t, path)
 	f.store = a
 	r := newRun(t, pr)
 	f.project(r.ev)

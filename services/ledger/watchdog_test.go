@@ -259,16 +259,8 @@ func TestWatchdogLateSuccessHeals(t *testing.T) {
 func TestWatchdogTwoInstancesMoveEachRowOnce(t *testing.T) {
 	f := newWDFixture(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	open := func() (*psqlite.DB, *ledger.Store) {
-		db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db, ledgersqlite.NewStore(db)
-	}
-	dbA, a := open()
-	_, b := open()
+	dbA, a := openFile(t, path)
+	_, b := openFile(t, path)
 	f.store = a
 	const n = 20
 	for i := range n {
