@@ -18,7 +18,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -29,13 +28,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations is the ledger's schema, applied by pydb.Open.
-var Migrations = func() pydb.Migrations {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	return pydb.Migrations{Component: "ledger", FS: sub}
-}()
+var Migrations = pydb.EmbeddedMigrations("ledger", migrationFiles, "migrations")
 
 // Tables is the ledger's tables in its YDB directory: the queries under
 // ledger.Store. Safe for concurrent use.
