@@ -213,11 +213,7 @@ func (d *deliveries) all(evs []*event.Event) bool {
 // as the API allows. The final row must be the last run's outcome; the
 // history one unbroken path; each transition announced once.
 func TestProjectPropertyAcrossRuns(t *testing.T) {
-	s := *propSeed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	s := seed(t)
 	rounds := 40
 	if testing.Short() {
 		rounds = 15
@@ -317,11 +313,7 @@ func propertyAcrossRuns(t *testing.T, s uint64, rounds int) {
 // operator needs a settled row), every PR has 2–3 runs and sometimes a
 // refused request; the final row must be the last run's outcome.
 func TestProjectTwoLedgersAcrossRuns(t *testing.T) {
-	s := *propSeed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	s := seed(t)
 	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
 	f := newFixture(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")

@@ -40,9 +40,11 @@ type Tables interface {
 	ListRows(ctx context.Context, f Filter) ([]contracts.Row, error)
 	// Events lists the events recorded for a PR, oldest first.
 	Events(ctx context.Context, prID string) ([]Event, error)
-	// Run returns what the ledger recorded for one correlation id, or
-	// ErrNotFound.
-	Run(ctx context.Context, correlationID string) (Run, error)
+	// RunTransitions lists a run's transitions, oldest first (never nil),
+	// with the PR of the last ("" when none).
+	RunTransitions(ctx context.Context, correlationID string) (ts []Transition, prID string, err error)
+	// RunEvents lists a run's events, oldest first (never nil).
+	RunEvents(ctx context.Context, correlationID string) ([]Event, error)
 	// StuckRows returns at most limit rows in state last updated before
 	// cutoff, oldest first, reading only the (state, updated_at) index.
 	StuckRows(ctx context.Context, state contracts.State, cutoff time.Time, limit int) ([]contracts.Row, error)
@@ -118,6 +120,27 @@ func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
 		return ""
 	}
 	return r.TargetBranch
+}
+
+// Run returns what the ledger recorded for one run: its transitions (of
+// every PR that carried it; in practice one) and its events, oldest first;
+// ErrNotFound for an unknown run.
+func (s *Store) Run(ctx context.Context, correlationID string) (Run, error) {
+	ts, prID, err := s.RunTransitions(ctx, correlationID)
+	if err != nil {
+		return Run{}, err
+	}
+	evs, err := s.RunEvents(ctx, correlationID)
+	if err != nil {
+		return Run{}, err
+	}
+	if prID == "" && len(evs) > 0 {
+		prID = evs[0].PRID
+	}
+	if prID == "" {
+		return Run{}, fmt.Errorf("run %s: %w", correlationID, ErrNotFound)
+	}
+	return Run{CorrelationID: correlationID, PRID: prID, Transitions: ts, Events: evs}, nil
 }
 
 // List returns one page of sagas, most recently updated first (see

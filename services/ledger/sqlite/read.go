@@ -123,6 +123,16 @@ func (s *Tables) Events(ctx context.Context, prID string) ([]ledger.Event, error
 	if err != nil {
 		return nil, fmt.Errorf("list events of %s: %w", prID, err)
 	}
+	out, err := scanEvents(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list events of %s: %w", prID, err)
+	}
+	return out, nil
+}
+
+// scanEvents scans and closes rows of saga_event's columns (event_id,
+// pr_id, correlation_id, type, status, reason, received_at, event).
+func scanEvents(rows *sql.Rows) ([]ledger.Event, error) {
 	defer rows.Close()
 	out := []ledger.Event{}
 	for rows.Next() {
@@ -130,13 +140,10 @@ func (s *Tables) Events(ctx context.Context, prID string) ([]ledger.Event, error
 		var at int64
 		var raw string
 		if err := rows.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &raw); err != nil {
-			return nil, fmt.Errorf("list events of %s: %w", prID, err)
+			return nil, err
 		}
 		e.ReceivedAt, e.Event = fromMicros(at), []byte(raw)
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list events of %s: %w", prID, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }

@@ -158,35 +158,29 @@ func (s *Tables) Events(ctx context.Context, prID string) ([]ledger.Event, error
 	return out, nil
 }
 
-// Run returns what the ledger recorded for one run: its transitions and
-// its events, oldest first; ledger.ErrNotFound for an unknown run.
-func (s *Tables) Run(ctx context.Context, correlationID string) (ledger.Run, error) {
-	run := ledger.Run{CorrelationID: correlationID, Transitions: []ledger.Transition{}, Events: []ledger.Event{}}
-	p := runParams(correlationID)
-	err := s.db.Query(ctx, qTransitionsOfRun, p, func(row query.Row) error {
+// RunTransitions lists a run's transitions (of every PR that carried it),
+// oldest first, with the PR of the last.
+func (s *Tables) RunTransitions(ctx context.Context, correlationID string) ([]ledger.Transition, string, error) {
+	out, prID := []ledger.Transition{}, ""
+	err := s.db.Query(ctx, qTransitionsOfRun, runParams(correlationID), func(row query.Row) error {
 		t, pr, err := scanTransition(row, true)
-		run.PRID = pr
-		run.Transitions = append(run.Transitions, t)
+		prID = pr
+		out = append(out, t)
 		return err
 	})
 	if err != nil {
-		return ledger.Run{}, fmt.Errorf("read run %s: %w", correlationID, err)
+		return nil, "", fmt.Errorf("read run %s: %w", correlationID, err)
 	}
-	err = s.db.Query(ctx, qEventsOfRun, p, func(row query.Row) error {
-		e, err := scanEvent(row)
-		if run.PRID == "" {
-			run.PRID = e.PRID
-		}
-		run.Events = append(run.Events, e)
-		return err
-	})
+	return out, prID, nil
+}
+
+// RunEvents lists a run's events, oldest first.
+func (s *Tables) RunEvents(ctx context.Context, correlationID string) ([]ledger.Event, error) {
+	out, err := collect(ctx, s.db, qEventsOfRun, runParams(correlationID), scanEvent)
 	if err != nil {
-		return ledger.Run{}, fmt.Errorf("read events of run %s: %w", correlationID, err)
+		return nil, fmt.Errorf("read events of run %s: %w", correlationID, err)
 	}
-	if run.PRID == "" {
-		return ledger.Run{}, fmt.Errorf("run %s: %w", correlationID, ledger.ErrNotFound)
-	}
-	return run, nil
+	return out, nil
 }
 
 // RecentTransitions is the window w of the history, newest first
