@@ -142,11 +142,7 @@ func newFixture(t testing.TB) *fixture {
 // does: several handles on one file are several ledgers.
 func openFile(t testing.TB, path string) (*psqlite.DB, *ledger.Store) {
 	t.Helper()
-	db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.OpenFile(t, path, ledgersqlite.Migrations)
 	return db, ledgersqlite.NewStore(db)
 }
 

@@ -10,21 +10,8 @@ import (
 
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/service"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/ledger/server"
 )
-
-// openFile opens the ledger database file at path as one ledger process
-// does: several handles on one file are several ledgers.
-func openFile(t *testing.T, path string) *psqlite.DB {
-	t.Helper()
-	db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, server.Migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
 
 // startSpec runs srv's consumer and outbox relay on b until the test ends,
 // retrying a failed message after backoff.

@@ -14,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/server"
@@ -25,7 +26,7 @@ import (
 // at path, on b.
 func startConsumer(t *testing.T, b *bus.Bus, path string) *ledger.Store {
 	t.Helper()
-	db := openFile(t, path)
+	db := sqlitetest.OpenFile(t, path, server.Migrations)
 	log := slog.New(slog.DiscardHandler)
 	srv, err := server.New(server.Options{DB: db, Bus: b, Log: log})
 	if err != nil {

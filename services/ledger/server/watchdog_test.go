@@ -14,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/server"
@@ -34,7 +35,7 @@ var fastWatchdog = ledger.WatchdogConfig{Interval: tick, Batch: 100, Timeouts: l
 func startLedger(t *testing.T, b *bus.Bus, path string, logs *syncBuffer) *component {
 	t.Helper()
 	log := slog.New(slog.NewJSONHandler(logs, nil)).With("service", "ledger")
-	srv, err := server.New(server.Options{DB: openFile(t, path), Bus: b, Watchdog: fastWatchdog, Log: log})
+	srv, err := server.New(server.Options{DB: sqlitetest.OpenFile(t, path, server.Migrations), Bus: b, Watchdog: fastWatchdog, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
