@@ -14,27 +14,10 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
-
-// manualClock is set by the test.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // fakeBus answers the watchdog's questions; ping fails while down is set.
 type fakeBus struct {
@@ -58,13 +41,13 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 type wdFixture struct {
 	*fixture
-	clock *manualClock
+	clock *pstoretest.Clock // set by the test
 	bus   *fakeBus
 }
 
 func newWDFixture(t *testing.T) *wdFixture {
 	f := newFixture(t)
-	c := &manualClock{t: t0}
+	c := pstoretest.NewClock(t0)
 	f.proj.Now = c.Now
 	return &wdFixture{fixture: f, clock: c, bus: &fakeBus{backlog: ledger.Backlog{Pending: 3, AckPending: 1}, dlq: 1}}
 }
