@@ -12,8 +12,10 @@
 // trigger event (contracts.Retry decides). Both write with the projection's
 // conditional update, so several ledgers over one database stay correct.
 //
-// The package holds the decisions and the views the API serves; the tables
-// live in ledger/sqlite, the bus questions in ledger/jetstream, the HTTP
-// surface in ledger/httpapi, and ledger/server wires them to the platform's
-// runner.
+// The package holds the decisions, the step's handler (Ledger.OnSagaEvent)
+// and the views the API serves. Store is the ledger's tables with what is
+// computed over them (transactions, stats, the stuck rows of every state),
+// written once; the queries (Tables) live in the adapters ledger/sqlite and
+// ledger/ydb. The bus questions live in ledger/jetstream, the HTTP surface
+// in ledger/httpapi, and ledger/server wires them to the platform's runner.
 package ledger

@@ -118,7 +118,7 @@ func env(t testing.TB, e *event.Event) contracts.Envelope {
 type fixture struct {
 	t     testing.TB
 	db    *psqlite.DB
-	store *ledgersqlite.Store
+	store *ledger.Store
 	proj  *ledger.Projector
 	logs  *logtest.Buffer
 	log   *slog.Logger
@@ -136,6 +136,14 @@ func newFixture(t testing.TB) *fixture {
 	}
 }
 
+// openFile opens the ledger database file at path as one ledger process
+// does: several handles on one file are several ledgers.
+func openFile(t testing.TB, path string) (*psqlite.DB, *ledger.Store) {
+	t.Helper()
+	db := sqlitetest.OpenFile(t, path, ledgersqlite.Migrations)
+	return db, ledgersqlite.NewStore(db)
+}
+
 // project applies one event in its own transaction, as the runner does.
 func (f *fixture) project(e *event.Event) ledger.Result {
 	f.t.Helper()
@@ -146,16 +154,10 @@ func (f *fixture) project(e *event.Event) ledger.Result {
 	return res
 }
 
-func (f *fixture) tryProject(store *ledgersqlite.Store, e *event.Event) (ledger.Result, error) {
+func (f *fixture) tryProject(store *ledger.Store, e *event.Event) (ledger.Result, error) {
 	en := env(f.t, e)
-	ctx := context.Background()
-	var res ledger.Result
-	err := store.Update(ctx, func(tx ledger.Tx) error {
-		var err error
-		res, err = f.proj.Project(ctx, tx, en, logging.ForEvent(f.log, en))
-		return err
-	})
-	return res, err
+	l := &ledger.Ledger{Store: store, Proj: f.proj}
+	return l.Apply(context.Background(), en, logging.ForEvent(f.log, en))
 }
 
 func (f *fixture) saga(pr string) ledger.Saga {

@@ -62,6 +62,12 @@ type Tx interface {
 	RetryAnswer(key string) (a RetryAnswer, found bool, err error)
 	// SaveRetryAnswer stores the first answer given under an Idempotency-Key.
 	SaveRetryAnswer(key string, a RetryAnswer) error
+	TxOutbox
+}
+
+// TxOutbox is the part of Tx that the platform's transaction (store.Tx)
+// provides as it is: an adapter's Tx embeds the transaction for it.
+type TxOutbox interface {
 	// Emit appends events to the outbox; the relay publishes them after commit.
 	Emit(evs ...*event.Event) error
 	// AfterCommit runs f once the transaction has committed.

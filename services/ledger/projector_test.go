@@ -12,9 +12,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/ledger"
-	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
 const pr = "acme/widgets#42"
@@ -259,21 +257,14 @@ func TestProjectConcurrentSameEvent(t *testing.T) {
 		// connections, serialised by SQLite's lock.
 		f := newFixture(t)
 		path := filepath.Join(t.TempDir(), "ledger.sqlite")
-		open := func() *ledgersqlite.Store {
-			db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
-			if err != nil {
-				t.Fatalf("open: %v", err)
-			}
-			t.Cleanup(func() { db.Close() })
-			return ledgersqlite.NewStore(db)
-		}
-		a := open()
-		concurrentSameEvent(t, f, a, open())
+		_, a := openFile(t, path)
+		_, b := openFile(t, path)
+		concurrentSameEvent(t, f, a, b)
 		f.store = a
 	})
 }
 
-func concurrentSameEvent(t *testing.T, f *fixture, a, b *ledgersqlite.Store) {
+func concurrentSameEvent(t *testing.T, f *fixture, a, b *ledger.Store) {
 	r := newRun(t, pr)
 	if _, err := f.tryProject(a, r.ev); err != nil {
 		t.Fatal(err)
@@ -283,7 +274,7 @@ func concurrentSameEvent(t *testing.T, f *fixture, a, b *ledgersqlite.Store) {
 	results := make([]ledger.Result, 2)
 	errs := make([]error, 2)
 	start := make(chan struct{})
-	for i, s := range []*ledgersqlite.Store{a, b} {
+	for i, s := range []*ledger.Store{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -13,10 +13,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
-	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
 // runPlan is what one run of a PR does. Attempt 1 succeeds up to fail1 and
@@ -215,11 +213,7 @@ func (d *deliveries) all(evs []*event.Event) bool {
 // as the API allows. The final row must be the last run's outcome; the
 // history one unbroken path; each transition announced once.
 func TestProjectPropertyAcrossRuns(t *testing.T) {
-	s := *propSeed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	s := seed(t)
 	rounds := 40
 	if testing.Short() {
 		rounds = 15
@@ -319,23 +313,13 @@ func propertyAcrossRuns(t *testing.T, s uint64, rounds int) {
 // operator needs a settled row), every PR has 2–3 runs and sometimes a
 // refused request; the final row must be the last run's outcome.
 func TestProjectTwoLedgersAcrossRuns(t *testing.T) {
-	s := *propSeed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	s := seed(t)
 	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
 	f := newFixture(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	open := func() *ledgersqlite.Store {
-		db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return ledgersqlite.NewStore(db)
-	}
-	stores := []*ledgersqlite.Store{open(), open()}
+	_, a := openFile(t, path)
+	_, b := openFile(t, path)
+	stores := []*ledger.Store{a, b}
 	prs := 20
 	if testing.Short() {
 		prs = 6

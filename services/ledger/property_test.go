@@ -17,6 +17,16 @@ import (
 
 var propSeed = flag.Uint64("prop.seed", 0, "seed of TestProjectPropertyWithRetries (0: from the clock)")
 
+// seed is -prop.seed, or one from the clock; it is logged for a rerun.
+func seed(t *testing.T) uint64 {
+	s := *propSeed
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	return s
+}
+
 // stepEvents builds, for a run and an attempt, the success event of each
 // step (caused by trig, the event that starts the first of them).
 func (r *run) successesFrom(step contracts.State, trig *event.Event) []*event.Event {
@@ -81,11 +91,7 @@ func shuffled(rng *rand.Rand, evs []*event.Event) []*event.Event {
 // row must be the same as for the in-order run; the history must be one
 // unbroken path; each transition is announced once.
 func TestProjectPropertyWithRetries(t *testing.T) {
-	s := *propSeed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	s := seed(t)
 	rng := rand.New(rand.NewPCG(s, s^0x5851f42d4c957f2d))
 	f := newFixture(t)
 	ctx := context.Background()

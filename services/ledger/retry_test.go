@@ -15,10 +15,9 @@ import (
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/ledger"
-	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
-func (f *fixture) retrier(store *ledgersqlite.Store) *ledger.Retrier {
+func (f *fixture) retrier(store *ledger.Store) *ledger.Retrier {
 	return &ledger.Retrier{Store: store, Proj: f.proj, NewID: step.NewID, Log: f.log}
 }
 
@@ -156,16 +155,8 @@ func TestRetryIdempotencyKey(t *testing.T) {
 func TestRetryConcurrent(t *testing.T) {
 	f := newFixture(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	open := func() (*psqlite.DB, *ledgersqlite.Store) {
-		db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db, ledgersqlite.NewStore(db)
-	}
-	dbA, a := open()
-	_, b := open()
+	dbA, a := openFile(t, path)
+	_, b := openFile(t, path)
 	f.store = a
 	r := newRun(t, pr)
 	f.project(r.ev)
@@ -175,7 +166,7 @@ func TestRetryConcurrent(t *testing.T) {
 	answers := make([]ledger.RetryAnswer, 2)
 	errs := make([]error, 2)
 	start := make(chan struct{})
-	for i, s := range []*ledgersqlite.Store{a, b} {
+	for i, s := range []*ledger.Store{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -14,27 +14,10 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
-
-// manualClock is set by the test.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // fakeBus answers the watchdog's questions; ping fails while down is set.
 type fakeBus struct {
@@ -58,18 +41,18 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 type wdFixture struct {
 	*fixture
-	clock *manualClock
+	clock *pstoretest.Clock // set by the test
 	bus   *fakeBus
 }
 
 func newWDFixture(t *testing.T) *wdFixture {
 	f := newFixture(t)
-	c := &manualClock{t: t0}
+	c := pstoretest.NewClock(t0)
 	f.proj.Now = c.Now
 	return &wdFixture{fixture: f, clock: c, bus: &fakeBus{backlog: ledger.Backlog{Pending: 3, AckPending: 1}, dlq: 1}}
 }
 
-func (f *wdFixture) watchdog(store *ledgersqlite.Store, cfg ledger.WatchdogConfig) *ledger.Watchdog {
+func (f *wdFixture) watchdog(store *ledger.Store, cfg ledger.WatchdogConfig) *ledger.Watchdog {
 	return &ledger.Watchdog{Config: cfg, Store: store, Bus: f.bus, Proj: f.proj, Log: f.log, Now: f.clock.Now}
 }
 
@@ -259,16 +242,8 @@ func TestWatchdogLateSuccessHeals(t *testing.T) {
 func TestWatchdogTwoInstancesMoveEachRowOnce(t *testing.T) {
 	f := newWDFixture(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	open := func() (*psqlite.DB, *ledgersqlite.Store) {
-		db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, ledgersqlite.Migrations)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db, ledgersqlite.NewStore(db)
-	}
-	dbA, a := open()
-	_, b := open()
+	dbA, a := openFile(t, path)
+	_, b := openFile(t, path)
 	f.store = a
 	const n = 20
 	for i := range n {
@@ -278,7 +253,7 @@ func TestWatchdogTwoInstancesMoveEachRowOnce(t *testing.T) {
 	f.clock.Set(t0.Add(time.Hour))
 	var wg sync.WaitGroup
 	moved := make([]int, 2)
-	for i, s := range []*ledgersqlite.Store{a, b} {
+	for i, s := range []*ledger.Store{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

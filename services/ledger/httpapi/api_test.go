@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -66,8 +65,7 @@ func newFixtureWith(t *testing.T, tune func(*httpapi.API)) *fixture {
 	store := ledgersqlite.NewStore(db)
 	clock := &atomicClock{}
 	clock.Set(now)
-	api := &httpapi.API{Sagas: store, Outbox: store, Now: clock.Now, NewID: step.NewID,
-		Retrier: &ledger.Retrier{Store: store, Proj: &ledger.Projector{Now: clock.Now}, NewID: step.NewID}}
+	api := newAPI(store, clock.Now)
 	tune(api)
 	mux := http.NewServeMux()
 	api.Routes(mux)
@@ -86,23 +84,11 @@ func request(pr string) contracts.Request {
 
 // seed projects three sagas: one merged, one failed at VALIDATING, one in
 // flight; then empties the outbox so tests see only what they add.
-func (f *fixture) seed(store *ledgersqlite.Store) {
+func (f *fixture) seed(store *ledger.Store) {
 	t := f.t
 	at := now
 	proj := &ledger.Projector{Now: func() time.Time { at = at.Add(time.Second); return at }}
-	apply := func(e *event.Event) {
-		en, err := contracts.Open(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = store.Update(context.Background(), func(tx ledger.Tx) error {
-			_, err := proj.Project(context.Background(), tx, en, slog.New(slog.DiscardHandler))
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	apply := func(e *event.Event) { project(t, store, proj, e) }
 	follow := func(cause *event.Event, typ, svc string, p any) *event.Event {
 		e, err := contracts.Follow(cause, step.NewID(), typ, svc, now, p)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -22,7 +21,6 @@ import (
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/ledger"
-	"github.com/prsaga/prsaga/services/ledger/httpapi"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
@@ -45,23 +43,10 @@ func newFuzzLedger(f *testing.F) *fuzzLedger {
 	db := sqlitetest.Open(f, ledgersqlite.Migrations)
 	store := ledgersqlite.NewStore(db)
 	clock := func() time.Time { return now }
-	api := &httpapi.API{Sagas: store, Outbox: store, Now: clock, NewID: step.NewID,
-		Retrier: &ledger.Retrier{Store: store, Proj: &ledger.Projector{Now: clock}, NewID: step.NewID}}
 	mux := http.NewServeMux()
-	api.Routes(mux)
+	newAPI(store, clock).Routes(mux)
 	proj := &ledger.Projector{Now: clock}
-	apply := func(e any) {
-		env, err := contracts.Open(e.(*eventT))
-		if err != nil {
-			f.Fatal(err)
-		}
-		if err := store.Update(context.Background(), func(tx ledger.Tx) error {
-			_, err := proj.Project(context.Background(), tx, env, slog.New(slog.DiscardHandler))
-			return err
-		}); err != nil {
-			f.Fatal(err)
-		}
-	}
+	apply := func(e *eventT) { project(f, store, proj, e) }
 	for _, pr := range []string{failed, merged} {
 		r := request(pr)
 		req, err := contracts.NewRequested(step.NewID(), "https://forge.test", now, r, "")

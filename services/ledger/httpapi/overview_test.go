@@ -1,8 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
-	"log/slog"
 	"net/url"
 	"regexp"
 	"strings"
@@ -23,16 +21,7 @@ func (f *fixture) project(at time.Time, evs ...*event.Event) {
 	store := ledgersqlite.NewStore(f.db)
 	proj := &ledger.Projector{Now: func() time.Time { at = at.Add(time.Second); return at }}
 	for _, e := range evs {
-		en, err := contracts.Open(e)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		if err := store.Update(context.Background(), func(tx ledger.Tx) error {
-			_, err := proj.Project(context.Background(), tx, en, slog.New(slog.DiscardHandler))
-			return err
-		}); err != nil {
-			f.t.Fatal(err)
-		}
+		project(f.t, store, proj, e)
 	}
 }
 

@@ -14,8 +14,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
-	"github.com/prsaga/prsaga/platform/service"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/server"
@@ -25,25 +24,15 @@ import (
 // startConsumer runs one ledger's consumer and relay (no watchdog: a row
 // parked for a moment must not be timed out here) over the database file
 // at path, on b.
-func startConsumer(t *testing.T, b *bus.Bus, path string) *ledgersqlite.Store {
+func startConsumer(t *testing.T, b *bus.Bus, path string) *ledger.Store {
 	t.Helper()
-	db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, server.Migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.OpenFile(t, path, server.Migrations)
 	log := slog.New(slog.DiscardHandler)
 	srv, err := server.New(server.Options{DB: db, Bus: b, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	run, err := service.Start(ctx, srv.Spec(), b, log, service.Options{Backoff: []time.Duration{20 * time.Millisecond}, RelayPoll: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(run.Stop)
+	startSpec(t, srv, b, log, 20*time.Millisecond)
 	return ledgersqlite.NewStore(db)
 }
 

@@ -59,8 +59,8 @@ var subjectsSaga = []string{"prsaga.merge.>"}
 // Server is the ledger service. Safe for concurrent use.
 type Server struct {
 	db       store.DB
-	store    Store
-	proj     *ledger.Projector
+	store    *ledger.Store
+	ledger   *ledger.Ledger
 	api      *httpapi.API
 	watchdog *ledger.Watchdog // nil without a bus
 	log      *slog.Logger
@@ -93,7 +93,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	proj := &ledger.Projector{Now: now, Metrics: opts.Metrics}
-	s := &Server{db: opts.DB, store: store, proj: proj, log: log}
+	s := &Server{db: opts.DB, store: store, ledger: &ledger.Ledger{Store: store, Proj: proj}, log: log}
 	s.api = &httpapi.API{
 		Sagas:      store,
 		Outbox:     store,
@@ -139,13 +139,7 @@ func (s *Server) StartWatchdog() (stop func(), err error) {
 // instance handling a redelivery would (the consumer does the same inside
 // the runner's transaction). Safe to call concurrently with the consumer.
 func (s *Server) Apply(ctx context.Context, env contracts.Envelope) (ledger.Result, error) {
-	var res ledger.Result
-	err := s.store.Update(ctx, func(tx ledger.Tx) error {
-		var err error
-		res, err = s.proj.Project(ctx, tx, env, logging.ForEvent(s.log, env))
-		return err
-	})
-	return res, err
+	return s.ledger.Apply(ctx, env, logging.ForEvent(s.log, env))
 }
 
 // Spec is the ledger's consumer and outbox for service.Start: it consumes
@@ -156,7 +150,7 @@ func (s *Server) Spec() service.Spec {
 		DB:   s.db,
 		Consumers: []service.Consumer{{
 			Spec:   bus.ConsumerSpec{Durable: contracts.ConsumerLedger, Subjects: subjectsSaga, GiveUp: false},
-			Handle: s.onSagaEvent,
+			Handle: s.ledger.OnSagaEvent,
 			// One worker: events are projected in stream order, so a normal
 			// run shows no inferred transitions. The rank-ordered state
 			// machine stays correct for any order (redeliveries, several
@@ -168,17 +162,3 @@ func (s *Server) Spec() service.Spec {
 
 // Routes registers the API and the dashboard on mux.
 func (s *Server) Routes(mux *http.ServeMux) { s.api.Routes(mux) }
-
-// onSagaEvent projects one event. It has no side effect outside the
-// transaction: everything happens in the runner's commit, together with
-// the inbox row and the outbox.
-func (s *Server) onSagaEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
-	return func(tx store.Tx) error {
-		ltx, err := s.store.Bind(tx)
-		if err != nil {
-			return err
-		}
-		_, err = s.proj.Project(ctx, ltx, env, log)
-		return err
-	}, nil
-}

@@ -21,7 +21,6 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
-	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
@@ -50,18 +49,8 @@ func start(t *testing.T) *component {
 	}
 	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil)).With("service", "ledger")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	run, err := service.Start(ctx, srv.Spec(), b, log, service.Options{Backoff: []time.Duration{50 * time.Millisecond}, RelayPoll: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(run.Stop)
-	mux := http.NewServeMux()
-	srv.Routes(mux)
-	hs := httptest.NewServer(mux)
-	t.Cleanup(hs.Close)
-	return &component{t: t, bus: b, http: hs, logs: logs}
+	startSpec(t, srv, b, log, 50*time.Millisecond)
+	return &component{t: t, bus: b, http: serve(t, srv), logs: logs}
 }
 
 func (c *component) publish(evs ...*event.Event) {

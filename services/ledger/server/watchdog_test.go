@@ -3,8 +3,6 @@ package server_test
 import (
 	"context"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,8 +15,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
-	"github.com/prsaga/prsaga/platform/service"
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/server"
@@ -38,33 +35,18 @@ var fastWatchdog = ledger.WatchdogConfig{Interval: tick, Batch: 100, Timeouts: l
 // over the database file at path, on b.
 func startLedger(t *testing.T, b *bus.Bus, path string, logs *logtest.Buffer) *component {
 	t.Helper()
-	db, err := psqlite.Open(context.Background(), path, psqlite.Options{}, server.Migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	log := slog.New(slog.NewJSONHandler(logs, nil)).With("service", "ledger")
-	srv, err := server.New(server.Options{DB: db, Bus: b, Watchdog: fastWatchdog, Log: log})
+	srv, err := server.New(server.Options{DB: sqlitetest.OpenFile(t, path, server.Migrations), Bus: b, Watchdog: fastWatchdog, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	run, err := service.Start(ctx, srv.Spec(), b, log, service.Options{Backoff: []time.Duration{50 * time.Millisecond}, RelayPoll: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(run.Stop)
+	startSpec(t, srv, b, log, 50*time.Millisecond)
 	stop, err := srv.StartWatchdog()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	mux := http.NewServeMux()
-	srv.Routes(mux)
-	hs := httptest.NewServer(mux)
-	t.Cleanup(hs.Close)
-	return &component{t: t, bus: b, http: hs, logs: logs}
+	return &component{t: t, bus: b, http: serve(t, srv), logs: logs}
 }
 
 // A step that never answers is failed within its timeout plus one tick,

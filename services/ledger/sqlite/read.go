@@ -14,71 +14,66 @@ import (
 // MaxEvents bounds the events listed for one PR.
 const MaxEvents = 1000
 
-// Get returns the PR's saga with its transitions, or ledger.ErrNotFound.
-func (s *Store) Get(ctx context.Context, prID string) (ledger.Saga, error) {
+// SagaRow reads the PR's row, or ledger.ErrNotFound.
+func (s *Tables) SagaRow(ctx context.Context, prID string) (contracts.Row, error) {
 	r, err := scanSaga(s.db.QueryRowContext(ctx, `SELECT `+sagaColumns+` FROM pr_saga WHERE pr_id = ?`, prID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return ledger.Saga{}, fmt.Errorf("%s: %w", prID, ledger.ErrNotFound)
+		return contracts.Row{}, fmt.Errorf("%s: %w", prID, ledger.ErrNotFound)
 	}
 	if err != nil {
-		return ledger.Saga{}, fmt.Errorf("read saga %s: %w", prID, err)
+		return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
 	}
-	saga := ledger.SagaOf(r)
-	saga.TargetBranch = s.targetBranch(ctx, r.CorrelationID)
+	return r, nil
+}
+
+// Transitions lists the PR's history, oldest first.
+func (s *Tables) Transitions(ctx context.Context, prID string) ([]ledger.Transition, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, correlation_id, from_state, to_state, reason,
 		event_id, inferred, actor, at FROM saga_transition WHERE pr_id = ? ORDER BY seq`, prID)
 	if err != nil {
-		return ledger.Saga{}, fmt.Errorf("read transitions of %s: %w", prID, err)
+		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
 	}
 	defer rows.Close()
-	saga.Transitions = []ledger.Transition{}
+	out := []ledger.Transition{}
 	for rows.Next() {
 		var t ledger.Transition
 		var from, to string
 		var at int64
 		if err := rows.Scan(&t.Seq, &t.CorrelationID, &from, &to, &t.Reason, &t.EventID, &t.Inferred, &t.Actor, &at); err != nil {
-			return ledger.Saga{}, fmt.Errorf("read transitions of %s: %w", prID, err)
+			return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
 		}
 		t.From, t.To, t.At = contracts.State(from), contracts.State(to), fromMicros(at)
-		saga.Transitions = append(saga.Transitions, t)
+		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
-		return ledger.Saga{}, fmt.Errorf("read transitions of %s: %w", prID, err)
+		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
 	}
-	return saga, nil
+	return out, nil
 }
 
-// List returns one page of sagas, most recently updated first (see
-// ledger.Filter). The filter is validated first; each filter is served by
-// an index: idx_saga_state, idx_saga_repo or idx_saga_updated.
-func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
-	f = f.WithDefaults()
-	if err := f.Validate(); err != nil {
-		return ledger.Page{}, err
-	}
+// ListRows returns the rows of one page of f, newest first: one statement,
+// served by an index (idx_saga_state, idx_saga_repo or idx_saga_updated).
+func (s *Tables) ListRows(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
 	q, args := listQuery(f)
+	return s.sagas(ctx, q, args...)
+}
+
+// sagas runs q, which selects sagaColumns, and scans every row.
+func (s *Tables) sagas(ctx context.Context, q string, args ...any) ([]contracts.Row, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return ledger.Page{}, fmt.Errorf("list sagas: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
-	page := ledger.Page{Sagas: []ledger.Saga{}}
+	var out []contracts.Row
 	for rows.Next() {
 		r, err := scanSaga(rows)
 		if err != nil {
-			return ledger.Page{}, fmt.Errorf("list sagas: %w", err)
+			return nil, err
 		}
-		page.Sagas = append(page.Sagas, ledger.SagaOf(r))
+		out = append(out, r)
 	}
-	if err := rows.Err(); err != nil {
-		return ledger.Page{}, fmt.Errorf("list sagas: %w", err)
-	}
-	// One row more than asked says whether another page follows.
-	if len(page.Sagas) > f.Limit {
-		page.Sagas = page.Sagas[:f.Limit]
-		page.NextCursor = ledger.CursorAfter(page.Sagas[f.Limit-1]).String()
-	}
-	return page, nil
+	return out, rows.Err()
 }
 
 func listQuery(f ledger.Filter) (string, []any) {
@@ -122,12 +117,22 @@ func listQuery(f ledger.Filter) (string, []any) {
 
 // Events lists the events recorded for a PR, oldest first (at most
 // MaxEvents). An unknown PR has none.
-func (s *Store) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
+func (s *Tables) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason,
 		received_at, event FROM saga_event WHERE pr_id = ? ORDER BY received_at, event_id LIMIT ?`, prID, MaxEvents)
 	if err != nil {
 		return nil, fmt.Errorf("list events of %s: %w", prID, err)
 	}
+	out, err := scanEvents(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list events of %s: %w", prID, err)
+	}
+	return out, nil
+}
+
+// scanEvents scans and closes rows of saga_event's columns (event_id,
+// pr_id, correlation_id, type, status, reason, received_at, event).
+func scanEvents(rows *sql.Rows) ([]ledger.Event, error) {
 	defer rows.Close()
 	out := []ledger.Event{}
 	for rows.Next() {
@@ -135,13 +140,10 @@ func (s *Store) Events(ctx context.Context, prID string) ([]ledger.Event, error)
 		var at int64
 		var raw string
 		if err := rows.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &raw); err != nil {
-			return nil, fmt.Errorf("list events of %s: %w", prID, err)
+			return nil, err
 		}
 		e.ReceivedAt, e.Event = fromMicros(at), []byte(raw)
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list events of %s: %w", prID, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }

@@ -2,79 +2,60 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
-// targetBranch reads the run's target branch from one of its events
-// (every saga payload carries the request); "" when unknown.
-func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
+// RunEvent is one recorded event of a run (any); sql.ErrNoRows when the
+// run has none.
+func (s *Tables) RunEvent(ctx context.Context, correlationID string) (json.RawMessage, error) {
 	var raw string
 	if err := s.db.QueryRowContext(ctx, `SELECT event FROM saga_event WHERE correlation_id = ? LIMIT 1`,
 		correlationID).Scan(&raw); err != nil {
-		return ""
+		return nil, err
 	}
-	e, err := ledger.Event{Event: []byte(raw)}.CloudEvent()
-	if err != nil {
-		return ""
-	}
-	var r contracts.Request
-	if contracts.Decode(e, &r) != nil {
-		return ""
-	}
-	return r.TargetBranch
+	return json.RawMessage(raw), nil
 }
 
-// Run returns what the ledger recorded for one run: its transitions (of
-// every PR that carried it; in practice one) and its events, oldest first.
-func (s *Store) Run(ctx context.Context, correlationID string) (ledger.Run, error) {
-	run := ledger.Run{CorrelationID: correlationID, Transitions: []ledger.Transition{}, Events: []ledger.Event{}}
+// RunTransitions lists a run's transitions (of every PR that carried it),
+// oldest first, with the PR of the last.
+func (s *Tables) RunTransitions(ctx context.Context, correlationID string) ([]ledger.Transition, string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT pr_id, seq, correlation_id, from_state, to_state, reason,
 		event_id, inferred, actor, at FROM saga_transition WHERE correlation_id = ? ORDER BY at, seq LIMIT ?`, correlationID, MaxEvents)
 	if err != nil {
-		return ledger.Run{}, fmt.Errorf("read run %s: %w", correlationID, err)
+		return nil, "", fmt.Errorf("read run %s: %w", correlationID, err)
 	}
 	defer rows.Close()
+	out, prID := []ledger.Transition{}, ""
 	for rows.Next() {
 		var t ledger.Transition
-		var pr, from, to string
+		var from, to string
 		var at int64
-		if err := rows.Scan(&pr, &t.Seq, &t.CorrelationID, &from, &to, &t.Reason, &t.EventID, &t.Inferred, &t.Actor, &at); err != nil {
-			return ledger.Run{}, fmt.Errorf("read run %s: %w", correlationID, err)
+		if err := rows.Scan(&prID, &t.Seq, &t.CorrelationID, &from, &to, &t.Reason, &t.EventID, &t.Inferred, &t.Actor, &at); err != nil {
+			return nil, "", fmt.Errorf("read run %s: %w", correlationID, err)
 		}
 		t.From, t.To, t.At = contracts.State(from), contracts.State(to), fromMicros(at)
-		run.PRID = pr
-		run.Transitions = append(run.Transitions, t)
+		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
-		return ledger.Run{}, fmt.Errorf("read run %s: %w", correlationID, err)
+		return nil, "", fmt.Errorf("read run %s: %w", correlationID, err)
 	}
-	erows, err := s.db.QueryContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason,
+	return out, prID, nil
+}
+
+// RunEvents lists a run's events, oldest first.
+func (s *Tables) RunEvents(ctx context.Context, correlationID string) ([]ledger.Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason,
 		received_at, event FROM saga_event WHERE correlation_id = ? ORDER BY received_at, event_id LIMIT ?`, correlationID, MaxEvents)
 	if err != nil {
-		return ledger.Run{}, fmt.Errorf("read events of run %s: %w", correlationID, err)
+		return nil, fmt.Errorf("read events of run %s: %w", correlationID, err)
 	}
-	defer erows.Close()
-	for erows.Next() {
-		var e ledger.Event
-		var at int64
-		var raw string
-		if err := erows.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &raw); err != nil {
-			return ledger.Run{}, fmt.Errorf("read events of run %s: %w", correlationID, err)
-		}
-		e.ReceivedAt, e.Event = fromMicros(at), []byte(raw)
-		if run.PRID == "" {
-			run.PRID = e.PRID
-		}
-		run.Events = append(run.Events, e)
+	out, err := scanEvents(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read events of run %s: %w", correlationID, err)
 	}
-	if err := erows.Err(); err != nil {
-		return ledger.Run{}, fmt.Errorf("read events of run %s: %w", correlationID, err)
-	}
-	if run.PRID == "" {
-		return ledger.Run{}, fmt.Errorf("run %s: %w", correlationID, ledger.ErrNotFound)
-	}
-	return run, nil
+	return out, nil
 }

@@ -14,19 +14,8 @@ func (t *Tx) EventsOf(prID string) ([]ledger.Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read events of %s: %w", prID, err)
 	}
-	defer rows.Close()
-	var out []ledger.Event
-	for rows.Next() {
-		var e ledger.Event
-		var at int64
-		var raw string
-		if err := rows.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &raw); err != nil {
-			return nil, fmt.Errorf("read events of %s: %w", prID, err)
-		}
-		e.ReceivedAt, e.Event = fromMicros(at), []byte(raw)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanEvents(rows)
+	if err != nil {
 		return nil, fmt.Errorf("read events of %s: %w", prID, err)
 	}
 	return out, nil

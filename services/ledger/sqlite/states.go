@@ -18,7 +18,7 @@ const stateCountsQuery = `SELECT state, sagas,
 
 // StateCounts counts sagas per state with the oldest updated_at of each,
 // for the in-flight gauges and stats.
-func (s *Store) StateCounts(ctx context.Context) (map[contracts.State]ledger.StateCount, error) {
+func (s *Tables) StateCounts(ctx context.Context) (map[contracts.State]ledger.StateCount, error) {
 	rows, err := s.db.QueryContext(ctx, stateCountsQuery)
 	if err != nil {
 		return nil, fmt.Errorf("saga state counts: %w", err)

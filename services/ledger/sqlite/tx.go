@@ -3,12 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/services/ledger"
@@ -19,7 +16,8 @@ import (
 // Tx is a ledger.Tx over an open platform transaction: the runner's, so
 // that the projection commits with the inbox and the outbox.
 type Tx struct {
-	tx *psqlite.Tx
+	ledger.TxOutbox // the platform transaction's Emit and AfterCommit
+	tx              *psqlite.Tx
 	// lastSeq is, per PR whose row Saga read, the number of its last
 	// transition, read with the row and kept up to date by AddTransitions:
 	// the projection then numbers new transitions without a query of its
@@ -30,7 +28,7 @@ type Tx struct {
 var _ ledger.Tx = (*Tx)(nil)
 
 // Bind returns the ledger's view of an open transaction.
-func Bind(tx *psqlite.Tx) *Tx { return &Tx{tx: tx} }
+func Bind(tx *psqlite.Tx) *Tx { return &Tx{TxOutbox: tx, tx: tx} }
 
 const sagaColumns = `pr_id, repo, correlation_id, state, failed_step, last_error, timed_out,
 	attempts, merge_sha, merged, version, created_at, updated_at`
@@ -143,12 +141,6 @@ func (t *Tx) RecordEvent(e ledger.Event) error {
 	return nil
 }
 
-// Emit appends events to the outbox.
-func (t *Tx) Emit(evs ...*event.Event) error { return t.tx.Emit(evs...) }
-
-// AfterCommit runs f after the transaction commits.
-func (t *Tx) AfterCommit(f func()) { t.tx.AfterCommit(f) }
-
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
@@ -180,38 +172,32 @@ func (t *Tx) LatestEvent(correlationID, eventType string) (ledger.Event, bool, e
 // RetryAnswer returns the answer stored under an Idempotency-Key.
 func (t *Tx) RetryAnswer(key string) (ledger.RetryAnswer, bool, error) {
 	var raw string
-	// An answer older than retryAnswerTTL is forgotten even before it is
-	// pruned (as on every store).
+	// An answer older than ledger.RetryAnswerTTL is forgotten even before
+	// it is pruned.
 	err := t.tx.QueryRowContext(t.tx.Context(), `SELECT answer FROM retry_answer WHERE idempotency_key = ? AND created_at >= ?`,
-		key, micros(t.tx.Now().Add(-retryAnswerTTL))).Scan(&raw)
+		key, micros(t.tx.Now().Add(-ledger.RetryAnswerTTL))).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.RetryAnswer{}, false, nil
 	}
 	if err != nil {
 		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
 	}
-	var a ledger.RetryAnswer
-	if err := json.Unmarshal([]byte(raw), &a); err != nil {
-		return ledger.RetryAnswer{}, false, fmt.Errorf("decode retry answer: %w", err)
-	}
-	return a, true, nil
+	a, err := ledger.DecodeRetryAnswer(raw)
+	return a, err == nil, err
 }
-
-// retryAnswerTTL is how long an Idempotency-Key is remembered.
-const retryAnswerTTL = 24 * time.Hour
 
 // SaveRetryAnswer stores the first answer under key, pruning expired ones.
 func (t *Tx) SaveRetryAnswer(key string, a ledger.RetryAnswer) error {
-	raw, err := json.Marshal(a)
+	raw, err := ledger.EncodeRetryAnswer(a)
 	if err != nil {
-		return fmt.Errorf("encode retry answer: %w", err)
+		return err
 	}
 	ctx, now := t.tx.Context(), t.tx.Now()
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM retry_answer WHERE created_at < ?`, micros(now.Add(-retryAnswerTTL))); err != nil {
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM retry_answer WHERE created_at < ?`, micros(now.Add(-ledger.RetryAnswerTTL))); err != nil {
 		return fmt.Errorf("prune retry answers: %w", err)
 	}
 	if _, err := t.tx.ExecContext(ctx, `INSERT INTO retry_answer (idempotency_key, pr_id, answer, created_at) VALUES (?, ?, ?, ?)`,
-		key, a.PRID, string(raw), micros(now)); err != nil {
+		key, a.PRID, raw, micros(now)); err != nil {
 		return fmt.Errorf("store retry answer: %w", err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
+	"github.com/prsaga/prsaga/services/ledger/storetest"
 )
 
 // Transitions are numbered after the PR's last one whether the number was
@@ -39,7 +40,7 @@ func TestTransitionsNumberedAfterTheLastOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Update(context.Background(), func(tx ledger.Tx) error {
-		if err := tx.SaveSaga(contracts.Row{}, row(pr, contracts.StateMerging, t0)); err != nil {
+		if err := tx.SaveSaga(contracts.Row{}, storetest.Row(pr, contracts.StateMerging, t0)); err != nil {
 			return err
 		}
 		if _, err := tx.Saga(pr); err != nil { // read with the row

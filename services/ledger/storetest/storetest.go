@@ -20,13 +20,12 @@ import (
 	"github.com/prsaga/prsaga/platform/store"
 	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
 	"github.com/prsaga/prsaga/services/ledger"
-	"github.com/prsaga/prsaga/services/ledger/server"
 )
 
 // Adapter is the ledger's tables on one store.
 type Adapter struct {
 	DB    store.DB
-	Store server.Store
+	Store *ledger.Store
 }
 
 // Opener opens a fresh database of one store with the ledger's schema.
@@ -48,7 +47,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("OutboxStatus", func(t *testing.T) { testOutboxStatus(t, open) })
 }
 
-func row(pr string, state contracts.State, at time.Time) contracts.Row {
+// Row is an existing row of pr in state, created and updated at at.
+func Row(pr string, state contracts.State, at time.Time) contracts.Row {
 	repo, _, err := contracts.ParsePRID(pr)
 	if err != nil {
 		panic(err)
@@ -57,11 +57,11 @@ func row(pr string, state contracts.State, at time.Time) contracts.Row {
 		State: state, Attempts: 1, CreatedAt: at, UpdatedAt: at}
 }
 
-func save(ctx context.Context, s server.Store, prev, next contracts.Row) error {
+func save(ctx context.Context, s *ledger.Store, prev, next contracts.Row) error {
 	return s.Update(ctx, func(tx ledger.Tx) error { return tx.SaveSaga(prev, next) })
 }
 
-func read(t *testing.T, s server.Store, pr string) contracts.Row {
+func read(t *testing.T, s *ledger.Store, pr string) contracts.Row {
 	t.Helper()
 	var r contracts.Row
 	if err := s.Update(pstoretest.Context(t), func(tx ledger.Tx) error {
@@ -81,7 +81,7 @@ func testSaveSaga(t *testing.T, open Opener) {
 	if r := read(t, s, pr); r.Exists {
 		t.Fatalf("empty store: row %+v exists", r)
 	}
-	first := row(pr, contracts.StateValidating, t0)
+	first := Row(pr, contracts.StateValidating, t0)
 	if err := save(ctx, s, contracts.Row{}, first); err != nil {
 		t.Fatalf("insert: %v", err)
 	}
@@ -120,7 +120,7 @@ func testOneWinner(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
 	s := open(t, pstoretest.NewClock(t0).Now).Store
 	const pr = "acme/widgets#2"
-	if err := save(ctx, s, contracts.Row{}, row(pr, contracts.StateMerging, t0)); err != nil {
+	if err := save(ctx, s, contracts.Row{}, Row(pr, contracts.StateMerging, t0)); err != nil {
 		t.Fatal(err)
 	}
 	v1 := read(t, s, pr)
@@ -307,7 +307,7 @@ func testHistory(t *testing.T, open Opener) {
 	if err != nil || !ok || last.Seq != 3 || last.CorrelationID != "run-2" || !last.At.Equal(t0.Add(time.Second)) {
 		t.Errorf("LastTransition = %+v, %v, %v; want seq 3 of run-2", last, ok, err)
 	}
-	if err := save(ctx, s, contracts.Row{}, row(pr, contracts.StateMerging, t0)); err != nil {
+	if err := save(ctx, s, contracts.Row{}, Row(pr, contracts.StateMerging, t0)); err != nil {
 		t.Fatal(err)
 	}
 	saga, err := s.Get(ctx, pr)
@@ -317,16 +317,17 @@ func testHistory(t *testing.T, open Opener) {
 	}
 }
 
-// seed writes 120 sagas over three repos and three states; every third one
-// shares its updated_at with its neighbour, so that ties are broken by
-// pr_id. One transaction per row.
-func seed(t *testing.T, s server.Store) []contracts.Row {
+// Seed writes 120 sagas over three repos and three states (VALIDATING,
+// MERGED, MERGE_FAILED), updated over 60 seconds; every third one shares
+// its updated_at with its neighbour, so that ties are broken by pr_id. One
+// transaction per row.
+func Seed(t *testing.T, s *ledger.Store) []contracts.Row {
 	t.Helper()
 	var rows []contracts.Row
 	states := []contracts.State{contracts.StateValidating, contracts.StateMerged, contracts.StateMergeFailed}
 	for i := range 120 {
 		pr := contracts.PRID(fmt.Sprintf("acme/repo%d", i%3), i+1)
-		r := row(pr, states[(i/3)%3], t0.Add(time.Duration(i/2)*time.Second))
+		r := Row(pr, states[(i/3)%3], t0.Add(time.Duration(i/2)*time.Second))
 		if err := save(pstoretest.Context(t), s, contracts.Row{}, r); err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +356,7 @@ func wantOrder(rows []contracts.Row, keep func(contracts.Row) bool) []string {
 	return ids
 }
 
-func walk(t *testing.T, s server.Store, f ledger.Filter) (ids []string, pages int) {
+func walk(t *testing.T, s *ledger.Store, f ledger.Filter) (ids []string, pages int) {
 	t.Helper()
 	for {
 		p, err := s.List(pstoretest.Context(t), f)
@@ -385,7 +386,7 @@ func walk(t *testing.T, s server.Store, f ledger.Filter) (ids []string, pages in
 
 func testList(t *testing.T, open Opener) {
 	s := open(t, pstoretest.NewClock(t0).Now).Store
-	rows := seed(t, s)
+	rows := Seed(t, s)
 	all := func(contracts.Row) bool { return true }
 	cutoffs := ledger.Timeouts{}.Cutoffs(t0.Add(30 * time.Second).Add(ledger.DefaultStepTimeout))
 	for _, c := range []struct {
@@ -439,7 +440,7 @@ func testList(t *testing.T, open Opener) {
 func testStuck(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
 	s := open(t, pstoretest.NewClock(t0).Now).Store
-	rows := seed(t, s) // VALIDATING, MERGED, MERGE_FAILED; updated t0 .. t0+59s
+	rows := Seed(t, s) // VALIDATING, MERGED, MERGE_FAILED; updated t0 .. t0+59s
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("ping: %v", err)
 	}
@@ -487,7 +488,7 @@ func testStuck(t *testing.T, open Opener) {
 func testStats(t *testing.T, open Opener) {
 	ctx := pstoretest.Context(t)
 	s := open(t, pstoretest.NewClock(t0).Now).Store
-	rows := seed(t, s)
+	rows := Seed(t, s)
 	win := ledger.StepWindow{Since: t0.Add(-time.Hour), Limit: 1000}
 	st, err := s.Stats(ctx, win)
 	if err != nil {

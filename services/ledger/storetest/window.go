@@ -76,6 +76,7 @@ func testStepWindow(t *testing.T, open Opener) {
 		{Since: last.Add(-1500 * time.Millisecond), Limit: 10_000},
 		{Since: last.Add(-700 * time.Millisecond), Limit: 25},
 		{Since: last.Add(time.Millisecond), Limit: 10_000}, // nothing
+		{Since: all[len(all)/2].at, Limit: 10_000},         // a transition at Since is in the window
 	}
 	for _, w := range windows {
 		st, err := s.Stats(ctx, w)

@@ -2,6 +2,7 @@ package ydb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,92 +19,53 @@ import (
 // MaxEvents bounds the events and transitions listed for one PR or run.
 const MaxEvents = 1000
 
-var (
-	_ ledger.WatchdogStore = (*Store)(nil)
-	_ ledger.Evidence      = (*Store)(nil)
-)
-
-// Get returns the PR's saga with its transitions, or ledger.ErrNotFound.
-func (s *Store) Get(ctx context.Context, prID string) (ledger.Saga, error) {
+// SagaRow reads the PR's row, or ledger.ErrNotFound.
+func (s *Tables) SagaRow(ctx context.Context, prID string) (contracts.Row, error) {
 	row, err := s.db.QueryRow(ctx, qSaga, prKey(prID))
-	if pydb.IsNoRows(err) {
-		return ledger.Saga{}, fmt.Errorf("%s: %w", prID, ledger.ErrNotFound)
+	r, err := sagaRow(row, err, prID)
+	if err == nil && !r.Exists {
+		return contracts.Row{}, fmt.Errorf("%s: %w", prID, ledger.ErrNotFound)
 	}
-	if err != nil {
-		return ledger.Saga{}, fmt.Errorf("read saga %s: %w", prID, err)
-	}
-	r, err := scanSaga(row)
-	if err != nil {
-		return ledger.Saga{}, fmt.Errorf("read saga %s: %w", prID, err)
-	}
-	saga := ledger.SagaOf(r)
-	saga.TargetBranch = s.targetBranch(ctx, r.CorrelationID)
-	saga.Transitions = []ledger.Transition{}
-	err = s.db.Query(ctx, qTransitions, prKey(prID), func(row query.Row) error {
-		t, _, err := scanTransition(row, false)
-		saga.Transitions = append(saga.Transitions, t)
-		return err
-	})
-	if err != nil {
-		return ledger.Saga{}, fmt.Errorf("read transitions of %s: %w", prID, err)
-	}
-	return saga, nil
+	return r, err
 }
 
-// targetBranch reads the run's target branch from one of its events
-// (every saga payload carries the request); "" when unknown.
-func (s *Store) targetBranch(ctx context.Context, correlationID string) string {
+// Transitions lists the PR's history, oldest first.
+func (s *Tables) Transitions(ctx context.Context, prID string) ([]ledger.Transition, error) {
+	out, err := collect(ctx, s.db, qTransitions, prKey(prID), func(row query.Row) (ledger.Transition, error) {
+		t, _, err := scanTransition(row, false)
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
+	}
+	return out, nil
+}
+
+// RunEvent is one recorded event of a run (any); an error when the run has
+// none.
+func (s *Tables) RunEvent(ctx context.Context, correlationID string) (json.RawMessage, error) {
 	row, err := s.db.QueryRow(ctx, qAnyEventOfRun, corrParams(correlationID))
 	if err != nil {
-		return ""
+		return nil, err
 	}
 	raw, err := scanText(row)
 	if err != nil {
-		return ""
+		return nil, err
 	}
-	e, err := ledger.Event{Event: []byte(raw)}.CloudEvent()
-	if err != nil {
-		return ""
-	}
-	var r contracts.Request
-	if contracts.Decode(e, &r) != nil {
-		return ""
-	}
-	return r.TargetBranch
+	return json.RawMessage(raw), nil
 }
 
-// List returns one page of sagas, most recently updated first (see
-// ledger.Filter). The filter is validated first; each shape of filter is
-// one constant statement over one index (VIEW idx_saga_state or
+// ListRows returns the rows of one page of f, newest first. Each shape of
+// filter is one constant statement over one index (VIEW idx_saga_state or
 // idx_saga_repo); the list of all sagas runs the by-state one per state.
-func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
-	f = f.WithDefaults()
-	if err := f.Validate(); err != nil {
-		return ledger.Page{}, err
-	}
-	var rows []contracts.Row
-	var err error
+func (s *Tables) ListRows(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
 	if f.Stuck {
-		rows, err = s.listStuck(ctx, f)
-	} else {
-		rows, err = s.listPage(ctx, f)
+		return s.listStuck(ctx, f)
 	}
-	if err != nil {
-		return ledger.Page{}, fmt.Errorf("list sagas: %w", err)
-	}
-	page := ledger.Page{Sagas: []ledger.Saga{}}
-	for _, r := range rows {
-		page.Sagas = append(page.Sagas, ledger.SagaOf(r))
-	}
-	// One row more than asked says whether another page follows.
-	if len(page.Sagas) > f.Limit {
-		page.Sagas = page.Sagas[:f.Limit]
-		page.NextCursor = ledger.CursorAfter(page.Sagas[f.Limit-1]).String()
-	}
-	return page, nil
+	return s.listPage(ctx, f)
 }
 
-func (s *Store) listPage(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
+func (s *Tables) listPage(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
 	if f.State == "" && f.Repo == "" {
 		return s.listAll(ctx, f)
 	}
@@ -114,7 +76,7 @@ func (s *Store) listPage(ctx context.Context, f ledger.Filter) ([]contracts.Row,
 // listAll lists every state's page (one range of idx_saga_state each) and
 // merges them newest first: the newest Limit+1 sagas overall are among
 // the newest Limit+1 of each state.
-func (s *Store) listAll(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
+func (s *Tables) listAll(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
 	var all []contracts.Row
 	for _, st := range contracts.States {
 		g := f
@@ -126,11 +88,7 @@ func (s *Store) listAll(ctx context.Context, f ledger.Filter) ([]contracts.Row, 
 		}
 		all = append(all, rows...)
 	}
-	slices.SortFunc(all, newestFirst)
-	if len(all) > f.Limit+1 {
-		all = all[:f.Limit+1]
-	}
-	return all, nil
+	return newestPage(all, f.Limit), nil
 }
 
 func pick(first bool, a, b string) string {
@@ -142,7 +100,7 @@ func pick(first bool, a, b string) string {
 
 // listStuck runs the stuck statement once per in-flight state (each one
 // range of idx_saga_state) and merges the pages newest first.
-func (s *Store) listStuck(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
+func (s *Tables) listStuck(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
 	var all []contracts.Row
 	for _, st := range contracts.Steps {
 		cut, ok := f.StuckBefore[st]
@@ -155,11 +113,16 @@ func (s *Store) listStuck(ctx context.Context, f ledger.Filter) ([]contracts.Row
 		}
 		all = append(all, rows...)
 	}
+	return newestPage(all, f.Limit), nil
+}
+
+// newestPage is the newest limit+1 of the pages of several ranges.
+func newestPage(all []contracts.Row, limit int) []contracts.Row {
 	slices.SortFunc(all, newestFirst)
-	if len(all) > f.Limit+1 {
-		all = all[:f.Limit+1]
+	if len(all) > limit+1 {
+		all = all[:limit+1]
 	}
-	return all, nil
+	return all
 }
 
 func newestFirst(a, b contracts.Row) int {
@@ -169,11 +132,17 @@ func newestFirst(a, b contracts.Row) int {
 	return strings.Compare(b.PRID, a.PRID)
 }
 
-func (s *Store) sagas(ctx context.Context, q string, p ydbsdk.Params) ([]contracts.Row, error) {
-	var out []contracts.Row
-	err := s.db.Query(ctx, q, p, func(row query.Row) error {
-		r, err := scanSaga(row)
-		out = append(out, r)
+func (s *Tables) sagas(ctx context.Context, q string, p ydbsdk.Params) ([]contracts.Row, error) {
+	return collect(ctx, s.db, q, p, scanSaga)
+}
+
+// collect runs q and scans every row of its answer (an empty answer is
+// an empty slice, not nil).
+func collect[T any](ctx context.Context, db *pydb.DB, q string, p ydbsdk.Params, scan func(query.Row) (T, error)) ([]T, error) {
+	out := []T{}
+	err := db.Query(ctx, q, p, func(row query.Row) error {
+		v, err := scan(row)
+		out = append(out, v)
 		return err
 	})
 	return out, err
@@ -181,133 +150,63 @@ func (s *Store) sagas(ctx context.Context, q string, p ydbsdk.Params) ([]contrac
 
 // Events lists the events recorded for a PR, oldest first (at most
 // MaxEvents). An unknown PR has none.
-func (s *Store) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
-	out := []ledger.Event{}
-	err := s.db.Query(ctx, qEventsOfPR, prEventsParams(prID),
-		func(row query.Row) error {
-			e, err := scanEvent(row)
-			out = append(out, e)
-			return err
-		})
+func (s *Tables) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
+	out, err := collect(ctx, s.db, qEventsOfPR, prEventsParams(prID), scanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("list events of %s: %w", prID, err)
 	}
 	return out, nil
 }
 
-// Run returns what the ledger recorded for one run: its transitions and
-// its events, oldest first; ledger.ErrNotFound for an unknown run.
-func (s *Store) Run(ctx context.Context, correlationID string) (ledger.Run, error) {
-	run := ledger.Run{CorrelationID: correlationID, Transitions: []ledger.Transition{}, Events: []ledger.Event{}}
-	p := runParams(correlationID)
-	err := s.db.Query(ctx, qTransitionsOfRun, p, func(row query.Row) error {
+// RunTransitions lists a run's transitions (of every PR that carried it),
+// oldest first, with the PR of the last.
+func (s *Tables) RunTransitions(ctx context.Context, correlationID string) ([]ledger.Transition, string, error) {
+	out, prID := []ledger.Transition{}, ""
+	err := s.db.Query(ctx, qTransitionsOfRun, runParams(correlationID), func(row query.Row) error {
 		t, pr, err := scanTransition(row, true)
-		run.PRID = pr
-		run.Transitions = append(run.Transitions, t)
+		prID = pr
+		out = append(out, t)
 		return err
 	})
 	if err != nil {
-		return ledger.Run{}, fmt.Errorf("read run %s: %w", correlationID, err)
+		return nil, "", fmt.Errorf("read run %s: %w", correlationID, err)
 	}
-	err = s.db.Query(ctx, qEventsOfRun, p, func(row query.Row) error {
-		e, err := scanEvent(row)
-		if run.PRID == "" {
-			run.PRID = e.PRID
-		}
-		run.Events = append(run.Events, e)
-		return err
-	})
-	if err != nil {
-		return ledger.Run{}, fmt.Errorf("read events of run %s: %w", correlationID, err)
-	}
-	if run.PRID == "" {
-		return ledger.Run{}, fmt.Errorf("run %s: %w", correlationID, ledger.ErrNotFound)
-	}
-	return run, nil
+	return out, prID, nil
 }
 
-// Stats counts sagas per state (from idx_saga_state) and the durations of
-// each step within the window w of the history (idx_transition_at).
-func (s *Store) Stats(ctx context.Context, w ledger.StepWindow) (ledger.Stats, error) {
-	st := ledger.Stats{States: map[contracts.State]int{}}
-	for _, state := range contracts.States {
-		st.States[state] = 0
-	}
-	counts, err := s.StateCounts(ctx)
+// RunEvents lists a run's events, oldest first.
+func (s *Tables) RunEvents(ctx context.Context, correlationID string) ([]ledger.Event, error) {
+	out, err := collect(ctx, s.db, qEventsOfRun, runParams(correlationID), scanEvent)
 	if err != nil {
-		return ledger.Stats{}, fmt.Errorf("saga stats: %w", err)
+		return nil, fmt.Errorf("read events of run %s: %w", correlationID, err)
 	}
-	for state, c := range counts {
-		st.States[state] += c.Sagas
-		st.Total += c.Sagas
-	}
-	rows, err := s.recentTransitions(ctx, w)
-	if err != nil {
-		return ledger.Stats{}, err
-	}
-	st.Steps = ledger.StepDurations(rows)
-	st.Recent = rows
-	st.Window = w
-	st.Window.Transitions = len(rows)
-	for _, r := range rows {
-		if st.Window.Oldest.IsZero() || r.At.Before(st.Window.Oldest) {
-			st.Window.Oldest = r.At
-		}
-	}
-	return st, nil
+	return out, nil
 }
 
-func (s *Store) recentTransitions(ctx context.Context, w ledger.StepWindow) ([]ledger.StepRow, error) {
-	if w.Limit <= 0 {
-		return nil, nil
-	}
-	var out []ledger.StepRow
-	err := s.db.Query(ctx, qRecentTransitions, recentParams(w), func(row query.Row) error {
-		r, err := scanStepRow(row)
-		out = append(out, r)
-		return err
-	})
+// RecentTransitions is the window w of the history, newest first
+// (idx_transition_at).
+func (s *Tables) RecentTransitions(ctx context.Context, w ledger.StepWindow) ([]ledger.StepRow, error) {
+	out, err := collect(ctx, s.db, qRecentTransitions, recentParams(w), scanStepRow)
 	if err != nil {
 		return nil, fmt.Errorf("step durations: %w", err)
 	}
 	return out, nil
 }
 
-// Stuck returns at most limit in-flight rows last updated before their
-// state's cutoff, oldest first: one range of idx_saga_state per state.
-func (s *Store) Stuck(ctx context.Context, cutoffs map[contracts.State]time.Time, limit int) ([]contracts.Row, error) {
-	var out []contracts.Row
-	for _, st := range contracts.Steps {
-		cut, ok := cutoffs[st]
-		if !ok {
-			continue
-		}
-		rows, err := s.sagas(ctx, qStuck, stuckParams(st, cut, limit))
-		if err != nil {
-			return nil, fmt.Errorf("read stuck sagas: %w", err)
-		}
-		out = append(out, rows...)
-	}
-	slices.SortFunc(out, func(a, b contracts.Row) int {
-		if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.PRID, b.PRID)
-	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+// StuckRows returns at most limit rows in state last updated before
+// cutoff, oldest first: one range of idx_saga_state.
+func (s *Tables) StuckRows(ctx context.Context, state contracts.State, cutoff time.Time, limit int) ([]contracts.Row, error) {
+	return s.sagas(ctx, qStuck, stuckParams(state, cutoff, limit))
 }
 
 // LatestEvent returns the run's most recently received event of a type.
-func (s *Store) LatestEvent(ctx context.Context, correlationID, eventType string) (ledger.Event, bool, error) {
+func (s *Tables) LatestEvent(ctx context.Context, correlationID, eventType string) (ledger.Event, bool, error) {
 	row, err := s.db.QueryRow(ctx, qLatestEvent, latestEventParams(correlationID, eventType))
 	return scanLatest(row, err, correlationID, eventType)
 }
 
 // LastTransition returns the PR's most recent transition.
-func (s *Store) LastTransition(ctx context.Context, prID string) (ledger.Transition, bool, error) {
+func (s *Tables) LastTransition(ctx context.Context, prID string) (ledger.Transition, bool, error) {
 	row, err := s.db.QueryRow(ctx, qLastTransition, prKey(prID))
 	if pydb.IsNoRows(err) {
 		return ledger.Transition{}, false, nil
@@ -323,7 +222,7 @@ func (s *Store) LastTransition(ctx context.Context, prID string) (ledger.Transit
 
 // OutboxStatus says whether the ledger's outbox holds an event and whether
 // the relay has published it.
-func (s *Store) OutboxStatus(ctx context.Context, eventID string) (held, sent bool, err error) {
+func (s *Tables) OutboxStatus(ctx context.Context, eventID string) (held, sent bool, err error) {
 	row, err := s.db.QueryRow(ctx, qOutboxStatus, outboxStatusParams(eventID))
 	if pydb.IsNoRows(err) {
 		return false, false, nil
@@ -343,7 +242,7 @@ func (s *Store) OutboxStatus(ctx context.Context, eventID string) (held, sent bo
 // history: the in-flight states' ranges of idx_saga_state (as many entries
 // as sagas in flight), the final states' counter rows, and the first entry
 // of each final state's range.
-func (s *Store) StateCounts(ctx context.Context) (map[contracts.State]ledger.StateCount, error) {
+func (s *Tables) StateCounts(ctx context.Context) (map[contracts.State]ledger.StateCount, error) {
 	out := map[contracts.State]ledger.StateCount{}
 	err := s.db.Query(ctx, qInFlightCounts, inFlightParams(), func(row query.Row) error {
 		state, c, err := scanInFlightCount(row)

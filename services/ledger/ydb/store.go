@@ -18,9 +18,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-
-	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
@@ -31,33 +28,33 @@ import (
 var migrationFiles embed.FS
 
 // Migrations is the ledger's schema, applied by pydb.Open.
-var Migrations = func() pydb.Migrations {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	return pydb.Migrations{Component: "ledger", FS: sub}
-}()
+var Migrations = pydb.EmbeddedMigrations("ledger", migrationFiles, "migrations")
 
-// Store is the ledger's tables in its YDB directory. Safe for concurrent
-// use.
-type Store struct {
+// Tables is the ledger's tables in its YDB directory: the queries under
+// ledger.Store. Safe for concurrent use.
+type Tables struct {
 	db *pydb.DB
 }
 
-// NewStore returns the store over db, which must have been opened with
+var _ ledger.Tables = (*Tables)(nil)
+
+// NewTables returns the tables of db, which must have been opened with
 // Migrations.
-func NewStore(db *pydb.DB) *Store { return &Store{db: db} }
+func NewTables(db *pydb.DB) *Tables { return &Tables{db: db} }
+
+// NewStore returns the ledger's store over db, which must have been opened
+// with Migrations.
+func NewStore(db *pydb.DB) *ledger.Store { return ledger.NewStore(db, NewTables(db)) }
 
 // Check reports whether the ledger's tables exist.
-func (s *Store) Check(ctx context.Context) error {
+func (s *Tables) Check(ctx context.Context) error {
 	if err := s.ping(ctx); err != nil {
 		return fmt.Errorf("ledger tables missing (open the database with the ledger's migrations): %w", err)
 	}
 	return nil
 }
 
-func (s *Store) ping(ctx context.Context) error {
+func (s *Tables) ping(ctx context.Context) error {
 	_, err := s.db.QueryRow(ctx, qPing, prKey(""))
 	if pydb.IsNoRows(err) {
 		return nil
@@ -66,7 +63,7 @@ func (s *Store) ping(ctx context.Context) error {
 }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Tables) Ping(ctx context.Context) error {
 	if err := s.ping(ctx); err != nil {
 		return fmt.Errorf("ping ledger store: %w", err)
 	}
@@ -75,27 +72,10 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Bind returns the ledger's view of an open transaction of the YDB store
 // (the runner's).
-func (s *Store) Bind(tx store.Tx) (ledger.Tx, error) {
+func (s *Tables) Bind(tx store.Tx) (ledger.Tx, error) {
 	t, err := pydb.TxOf(tx)
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{tx: t}, nil
-}
-
-// Update runs fn in one serializable transaction (DoTx: fn may run more
-// than once and must have no side effects outside tx).
-func (s *Store) Update(ctx context.Context, fn func(tx ledger.Tx) error) error {
-	return s.db.Update(ctx, func(tx store.Tx) error {
-		t, err := s.Bind(tx)
-		if err != nil {
-			return err
-		}
-		return fn(t)
-	})
-}
-
-// Emit commits events to the outbox in a transaction of their own.
-func (s *Store) Emit(ctx context.Context, evs ...*event.Event) error {
-	return s.db.Update(ctx, func(tx store.Tx) error { return tx.Emit(evs...) })
+	return &Tx{TxOutbox: t, tx: t}, nil
 }

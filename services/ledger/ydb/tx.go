@@ -1,11 +1,8 @@
 package ydb
 
 import (
-	"encoding/json"
 	"fmt"
-	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -19,7 +16,8 @@ import (
 // saga_transition), so nothing depends on reading the transaction's own
 // writes.
 type Tx struct {
-	tx *pydb.Tx
+	ledger.TxOutbox // the platform transaction's Emit and AfterCommit
+	tx              *pydb.Tx
 }
 
 var _ ledger.Tx = (*Tx)(nil)
@@ -27,17 +25,22 @@ var _ ledger.Tx = (*Tx)(nil)
 // Saga reads the PR's row; Exists is false when there is none.
 func (t *Tx) Saga(prID string) (contracts.Row, error) {
 	row, err := t.tx.QueryRow(qSaga, prKey(prID))
+	return sagaRow(row, err, prID)
+}
+
+// sagaRow scans the answer of qSaga: a row that does not Exist when there
+// is none.
+func sagaRow(row query.Row, err error, prID string) (contracts.Row, error) {
 	if pydb.IsNoRows(err) {
 		return contracts.Row{}, nil
 	}
-	if err != nil {
-		return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
+	if err == nil {
+		var r contracts.Row
+		if r, err = scanSaga(row); err == nil {
+			return r, nil
+		}
 	}
-	r, err := scanSaga(row)
-	if err != nil {
-		return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
-	}
-	return r, nil
+	return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
 }
 
 // EventRecorded reports whether saga_event holds the event.
@@ -185,13 +188,9 @@ func scanLatest(row query.Row, err error, correlationID, eventType string) (ledg
 	return ledger.Event{}, false, fmt.Errorf("read latest %s of run %s: %w", eventType, correlationID, err)
 }
 
-// retryAnswerTTL is how long an Idempotency-Key is remembered (the table's
-// TTL deletes older answers; reads ignore them before that).
-const retryAnswerTTL = 24 * time.Hour
-
 // RetryAnswer returns the answer stored under an Idempotency-Key.
 func (t *Tx) RetryAnswer(key string) (ledger.RetryAnswer, bool, error) {
-	row, err := t.tx.QueryRow(qRetryAnswer, retryAnswerParams(key, t.tx.Now().Add(-retryAnswerTTL)))
+	row, err := t.tx.QueryRow(qRetryAnswer, retryAnswerParams(key, t.tx.Now().Add(-ledger.RetryAnswerTTL)))
 	if pydb.IsNoRows(err) {
 		return ledger.RetryAnswer{}, false, nil
 	}
@@ -202,32 +201,23 @@ func (t *Tx) RetryAnswer(key string) (ledger.RetryAnswer, bool, error) {
 	if err != nil {
 		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
 	}
-	var a ledger.RetryAnswer
-	if err := json.Unmarshal([]byte(raw), &a); err != nil {
-		return ledger.RetryAnswer{}, false, fmt.Errorf("decode retry answer: %w", err)
-	}
-	return a, true, nil
+	a, err := ledger.DecodeRetryAnswer(raw)
+	return a, err == nil, err
 }
 
 // SaveRetryAnswer stores the first answer under key (the retrier read it
 // first in this transaction).
 func (t *Tx) SaveRetryAnswer(key string, a ledger.RetryAnswer) error {
-	raw, err := json.Marshal(a)
+	raw, err := ledger.EncodeRetryAnswer(a)
 	if err != nil {
-		return fmt.Errorf("encode retry answer: %w", err)
+		return err
 	}
-	err = t.tx.Exec(qSaveRetryAnswer, saveRetryAnswerParams(key, a.PRID, string(raw), t.tx.Now()))
+	err = t.tx.Exec(qSaveRetryAnswer, saveRetryAnswerParams(key, a.PRID, raw, t.tx.Now()))
 	if err != nil {
 		return fmt.Errorf("store retry answer: %w", err)
 	}
 	return nil
 }
-
-// Emit appends events to the outbox.
-func (t *Tx) Emit(evs ...*event.Event) error { return t.tx.Emit(evs...) }
-
-// AfterCommit runs f after the transaction commits.
-func (t *Tx) AfterCommit(f func()) { t.tx.AfterCommit(f) }
 
 func scanSaga(row query.Row) (contracts.Row, error) {
 	var r contracts.Row

@@ -18,11 +18,7 @@ import (
 // the migrations (see platform/ydb/ydbcheck). A statement declared in the
 // package and missing here fails the test.
 func TestStatementsTypeCheck(t *testing.T) {
-	schema, err := ydbcheck.LoadSchema(pydb.SchemaStatements(Migrations))
-	if err != nil {
-		t.Fatal(err)
-	}
-	declared, err := ydbcheck.Declared(".")
+	schema, declared, err := ydbcheck.LoadPackage(pydb.SchemaStatements(Migrations))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,35 @@
+package httpapi_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/step"
+	"github.com/prsaga/prsaga/services/ledger"
+	"github.com/prsaga/prsaga/services/ledger/httpapi"
+)
+
+// newAPI is the API over store on clock, with the ledger's own retrier.
+func newAPI(store *ledger.Store, clock func() time.Time) *httpapi.API {
+	return &httpapi.API{Sagas: store, Outbox: store, Now: clock, NewID: step.NewID,
+		Retrier: &ledger.Retrier{Store: store, Proj: &ledger.Projector{Now: clock}, NewID: step.NewID}}
+}
+
+// project applies e to store in a transaction of its own, as the ledger's
+// consumer does, stamping what it records with proj's clock.
+func project(tb testing.TB, store *ledger.Store, proj *ledger.Projector, e *event.Event) {
+	tb.Helper()
+	en, err := contracts.Open(e)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l := &ledger.Ledger{Store: store, Proj: proj}
+	if _, err := l.Apply(context.Background(), en, slog.New(slog.DiscardHandler)); err != nil {
+		tb.Fatal(err)
+	}
+}
