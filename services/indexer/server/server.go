@@ -1,11 +1,12 @@
 // Package server assembles the indexer: its search index, the commit
-// history reader, its consumer and its search route.
+// history reader, its consumer and its search route (indexer/httpapi).
 package server
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -16,6 +17,7 @@ import (
 	"github.com/prsaga/prsaga/services/indexer"
 	"github.com/prsaga/prsaga/services/indexer/bleveindex"
 	"github.com/prsaga/prsaga/services/indexer/gitlog"
+	"github.com/prsaga/prsaga/services/indexer/httpapi"
 )
 
 // Options of the indexer.
@@ -67,9 +69,7 @@ type Server struct {
 	db  store.DB
 	idx *bleveindex.Index
 	x   *indexer.Indexer
-	log *slog.Logger
-	// readers guard the search route.
-	readers httpx.Tokens
+	api *httpapi.API
 }
 
 // New opens (or creates) the index as its one writer (bleve allows one:
@@ -103,8 +103,12 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	x.Index = idx
-	return &Server{db: opts.DB, idx: idx, x: x, log: opts.Log, readers: opts.ReadTokens}, nil
+	api := &httpapi.API{Index: idx, ReadTokens: opts.ReadTokens, Log: opts.Log}
+	return &Server{db: opts.DB, idx: idx, x: x, api: api}, nil
 }
+
+// Routes adds the search route, GET /api/v1/search (indexer/httpapi).
+func (s *Server) Routes(mux *http.ServeMux) { s.api.Routes(mux) }
 
 // Close closes the index. Stop the service (its consumer) first: an event
 // handled after Close is redelivered, not failed.
