@@ -4,8 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -17,6 +17,8 @@ import (
 // contracts.Open's, a payload field's — and the one exception: a merge
 // request's payload is left to the validator, which answers it.
 func TestOpenAndCheckPayload(t *testing.T) {
+	msgs := map[string]*nats.Msg{}
+	var r contracts.Request
 	for _, e := range sagaEvents(t) {
 		subject, _ := contracts.SubjectFor(e.Type())
 		m, err := bus.Encode(subject, e)
@@ -30,6 +32,7 @@ func TestOpenAndCheckPayload(t *testing.T) {
 		if err != nil || env.Event.ID() != e.ID() {
 			t.Errorf("%s: Open, CheckPayload = %v (id %q); want it taken", e.Type(), err, env.Event.ID())
 		}
+		msgs[e.Type()], r = m, env.Req()
 	}
 
 	body := []byte("hello")
@@ -38,54 +41,43 @@ func TestOpenAndCheckPayload(t *testing.T) {
 		t.Errorf("Open(not a CloudEvent) = %v; want Decode's error %v", err, derr)
 	}
 
-	at := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
-	r := contracts.Request{PRID: "acme/widgets#42", Repo: "acme/widgets", PRNumber: 42, SourceBranch: "feature/x",
-		TargetBranch: "main", HeadSHA: strings.Repeat("a", 40), Strategy: contracts.StrategyMerge, Title: "t", RequestedBy: "alice"}
-	encode := func(id, typ, svc string, p any, subject string) *nats.Msg {
-		t.Helper()
-		m := contracts.Meta{CorrelationID: "c-1", Attempt: 1}
-		source := contracts.Source(svc)
-		if typ == contracts.TypeMergeRequested {
-			source, m.CorrelationID = "https://forge.example", id
-		}
-		e, err := contracts.New(id, typ, source, subject, at, p, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, _ := contracts.SubjectFor(typ)
-		msg, err := bus.Encode(s, e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return msg
-	}
-
-	stray := encode("n-1", contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: strings.Repeat("b", 40)}, "acme/widgets#43")
+	stray := msgs[contracts.TypeNotified]
+	stray.Header.Set("ce-subject", "acme/widgets#43")
 	_, err := bus.Open(stray.Header, stray.Data)
 	if !errors.Is(err, contracts.ErrInvalid) || errors.Is(err, bus.ErrUndecodable) || !strings.Contains(err.Error(), "subject") {
 		t.Errorf("Open(subject is not the pr id) = %v; want contracts.Open's subject error", err)
 	}
 
-	merged := encode("m-1", contracts.TypeMerged, contracts.ServiceMerger, contracts.Merged{Request: r}, r.PRID)
-	env, err := bus.Open(merged.Header, merged.Data)
-	if err != nil {
-		t.Fatalf("Open(merged without sha) = %v; want it opened (the payload is checked apart)", err)
+	// Payloads that keep the PR's identity but fail a field.
+	withData := func(typ string, p any) contracts.Envelope {
+		t.Helper()
+		m := msgs[typ]
+		e, err := bus.Decode(m.Header, m.Data)
+		if err == nil {
+			err = e.SetData(event.ApplicationJSON, p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err = bus.Encode(m.Subject, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := bus.Open(m.Header, m.Data)
+		if err != nil {
+			t.Fatalf("Open(%s with a bad field) = %v; want it opened (the payload is checked apart)", typ, err)
+		}
+		if env.ValidatePayload() == nil {
+			t.Fatalf("%s with a bad field validates: the case proves nothing", typ)
+		}
+		return env
 	}
-	if err := bus.CheckPayload(env); !errors.Is(err, contracts.ErrInvalid) || !strings.Contains(err.Error(), "merge_sha") {
+	if err := bus.CheckPayload(withData(contracts.TypeMerged, contracts.Merged{Request: r})); !errors.Is(err, contracts.ErrInvalid) || !strings.Contains(err.Error(), "merge_sha") {
 		t.Errorf("CheckPayload(merged without sha) = %v; want the merge_sha field refused", err)
 	}
-
 	bad := r
 	bad.HeadSHA = "HEAD"
-	request := encode("req-1", contracts.TypeMergeRequested, "", bad, bad.PRID)
-	env, err = bus.Open(request.Header, request.Data)
-	if err != nil {
-		t.Fatalf("Open(request with a bad head sha) = %v; want it opened", err)
-	}
-	if err := bus.CheckPayload(env); err != nil {
+	if err := bus.CheckPayload(withData(contracts.TypeMergeRequested, bad)); err != nil {
 		t.Errorf("CheckPayload(request with a bad head sha) = %v; want nil (the validator answers it)", err)
-	}
-	if env.ValidatePayload() == nil {
-		t.Error("the bad request validates: the case above proves nothing")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -13,8 +12,8 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 )
 
-// msg is a message as the stream hands it over: only its headers and data
-// are read by open.
+// msg is a message as the stream hands it over: open reads only its
+// headers and data.
 type msg struct {
 	jetstream.Msg
 	h    nats.Header
@@ -24,58 +23,47 @@ type msg struct {
 func (m msg) Headers() nats.Header { return m.h }
 func (m msg) Data() []byte         { return m.data }
 
-func encoded(t *testing.T, e *event.Event) msg {
-	t.Helper()
-	subject, _ := contracts.SubjectFor(e.Type())
-	m, err := bus.Encode(subject, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return msg{h: m.Header, data: m.Data}
-}
-
 // TestOpenSkips pins what a rebuild takes and why it skips the rest: the
 // checks the indexer's consumer makes (decode, contract, payload), the
 // event type checked before the payload, so that another event type on the
 // notified subject is not_notified whether or not its payload is valid.
 func TestOpenSkips(t *testing.T) {
-	at := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 	r := contracts.Request{PRID: "acme/widgets#42", Repo: "acme/widgets", PRNumber: 42, SourceBranch: "feature/x",
 		TargetBranch: "main", HeadSHA: strings.Repeat("a", 40), Strategy: contracts.StrategyMerge, Title: "t", RequestedBy: "alice"}
-	sha := strings.Repeat("b", 40)
-	req, err := contracts.NewRequested("req-1", "https://forge.example", at, r, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	follow := func(id, typ, svc string, p any) *event.Event {
+	badRequest, sha := r, strings.Repeat("b", 40)
+	badRequest.HeadSHA = "HEAD"
+	// stored is event id of type typ, from its producer, as the stream
+	// holds it.
+	stored := func(id, typ, producer string, payload any) msg {
 		t.Helper()
-		e, err := contracts.Follow(req, id, typ, svc, at, p)
+		source, meta := contracts.Source(producer), contracts.Meta{CorrelationID: "c-1", Attempt: 1}
+		if typ == contracts.TypeMergeRequested {
+			source, meta.CorrelationID = "https://forge.example", id
+		}
+		e, err := contracts.New(id, typ, source, r.PRID, time.Unix(1e9, 0), payload, meta)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return e
+		m, err := bus.Encode(contracts.SubjectNotified, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg{h: m.Header, data: m.Data}
 	}
-	badReq := r
-	badReq.HeadSHA = "HEAD"
-	badRequest, err := contracts.NewRequested("req-2", "https://forge.example", at, badReq, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	notified := encoded(t, follow("n-1", contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: sha}))
-	wrongSubject := encoded(t, follow("n-2", contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: sha}))
+	wrongSubject := stored("n-2", contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: sha})
 	wrongSubject.h.Set("ce-subject", "acme/widgets#43")
 	for _, tc := range []struct {
 		name string
 		m    msg
 		want string // the skip reason; "" when taken
 	}{
-		{"notified", notified, ""},
+		{"notified", stored("n-1", contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: sha}), ""},
 		{"not a CloudEvent", msg{h: nats.Header{}, data: []byte("hello")}, SkipUndecodable},
 		{"subject is not the pr id", wrongSubject, SkipInvalidEvent},
-		{"notified without merge sha", encoded(t, follow("n-3", contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r})), SkipInvalidPayload},
-		{"indexed", encoded(t, follow("i-1", contracts.TypeIndexed, contracts.ServiceIndexer, contracts.Indexed{Request: r, MergeSHA: sha})), SkipNotNotified},
-		{"merged without merge sha", encoded(t, follow("m-1", contracts.TypeMerged, contracts.ServiceMerger, contracts.Merged{Request: r})), SkipNotNotified},
-		{"invalid request", encoded(t, badRequest), SkipNotNotified},
+		{"notified without merge sha", stored("n-3", contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r}), SkipInvalidPayload},
+		{"indexed", stored("i-1", contracts.TypeIndexed, contracts.ServiceIndexer, contracts.Indexed{Request: r, MergeSHA: sha}), SkipNotNotified},
+		{"merged without merge sha", stored("m-1", contracts.TypeMerged, contracts.ServiceMerger, contracts.Merged{Request: r}), SkipNotNotified},
+		{"invalid request", stored("req-2", contracts.TypeMergeRequested, "", badRequest), SkipNotNotified},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, err := open(tc.m)
