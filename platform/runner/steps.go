@@ -21,16 +21,9 @@ import (
 // open decodes and checks a message, dead-lettering what cannot be read
 // or attributed; nil means the message is settled.
 func (r *Runner) open(ctx context.Context, m jetstream.Msg) *unit {
-	e, err := bus.Decode(m.Headers(), m.Data())
-	if err != nil {
-		r.deadLetter(ctx, m, err.Error())
-		return nil
-	}
-	env, err := contracts.Open(e)
-	if err == nil && e.Type() != contracts.TypeMergeRequested {
-		// An invalid requested event is answered by the validator
-		// (invalid_request); any other invalid event has nobody to answer.
-		err = env.ValidatePayload()
+	env, err := bus.Open(m.Headers(), m.Data())
+	if err == nil {
+		err = bus.CheckPayload(env)
 	}
 	if err != nil {
 		r.deadLetter(ctx, m, err.Error())

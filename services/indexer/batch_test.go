@@ -54,18 +54,7 @@ func notifiedOf(t *testing.T, n int) contracts.Envelope {
 	t.Helper()
 	req := contracts.Request{PRID: contracts.PRID("acme/widgets", n), Repo: "acme/widgets", PRNumber: n, SourceBranch: fmt.Sprintf("pr/%d", n),
 		TargetBranch: "main", HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", Title: fmt.Sprintf("Change %d", n), RequestedBy: "alice"}
-	run := fmt.Sprintf("run%d", n)
-	e, err := contracts.New(run+".n", contracts.TypeNotified, contracts.Source(contracts.ServiceNotifier), req.PRID, eventTime,
-		contracts.Notified{Request: req, MergeSHA: mergeSHA, ChangedPaths: []string{fmt.Sprintf("f_%d.txt", n)}},
-		contracts.Meta{CorrelationID: run, CausationID: run + ".m", Attempt: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := contracts.Open(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
+	return notifiedEvent(t, req, fmt.Sprintf("run%d", n), 1, fmt.Sprintf("f_%d.txt", n))
 }
 
 // batch is n notified events (PRs 1..n) and their loggers.

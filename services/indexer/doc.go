@@ -14,5 +14,6 @@
 //
 // This package is the domain only: indexer/bleveindex is the bleve index,
 // indexer/gitlog reads commit messages from the bare repositories with
-// go-git, indexer/server wires the consumer and the search route.
+// go-git, indexer/httpapi serves the search route, and indexer/server wires
+// them and the consumer.
 package indexer

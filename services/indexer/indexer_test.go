@@ -57,9 +57,16 @@ func notified(t *testing.T) contracts.Envelope {
 	t.Helper()
 	req := contracts.Request{PRID: "acme/widgets#5", Repo: "acme/widgets", PRNumber: 5, SourceBranch: "fix/token", TargetBranch: "main",
 		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", Title: "Fix the token refresh", RequestedBy: "alice"}
-	e, err := contracts.New("run1.n", contracts.TypeNotified, contracts.Source(contracts.ServiceNotifier), req.PRID, eventTime,
-		contracts.Notified{Request: req, MergeSHA: mergeSHA, ChangedPaths: []string{"auth/token.go"}},
-		contracts.Meta{CorrelationID: "run1", CausationID: "run1.m", Attempt: 2})
+	return notifiedEvent(t, req, "run1", 2, "auth/token.go")
+}
+
+// notifiedEvent is the notifier's notified event of req in run <run>
+// (id "<run>.n", caused by "<run>.m"), opened as the runner hands it over.
+func notifiedEvent(t *testing.T, req contracts.Request, run string, attempt int, paths ...string) contracts.Envelope {
+	t.Helper()
+	e, err := contracts.New(run+".n", contracts.TypeNotified, contracts.Source(contracts.ServiceNotifier), req.PRID, eventTime,
+		contracts.Notified{Request: req, MergeSHA: mergeSHA, ChangedPaths: paths},
+		contracts.Meta{CorrelationID: run, CausationID: run + ".m", Attempt: attempt})
 	if err != nil {
 		t.Fatal(err)
 	}

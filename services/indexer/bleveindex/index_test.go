@@ -149,16 +149,12 @@ func TestUpsertIsAllOrNothing(t *testing.T) {
 }
 
 func TestReopenKeepsDocuments(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "index")
-	x, err := Open(dir, time.Second)
-	if err != nil {
-		t.Fatalf("Open (create): %v", err)
-	}
+	x, dir := openTemp(t)
 	upsert(t, x, widgets42(), gadgets7())
 	if err := x.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	x, err = Open(dir, time.Second)
+	x, err := Open(dir, time.Second)
 	if err != nil {
 		t.Fatalf("Open (existing): %v", err)
 	}
@@ -226,11 +222,7 @@ func TestSecondOpenTimesOut(t *testing.T) {
 }
 
 func TestOpenAfterCloseTakesTheLock(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "index")
-	x, err := Open(dir, time.Second)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
+	x, dir := openTemp(t)
 	if err := x.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -320,11 +312,7 @@ func TestReopen(t *testing.T) {
 }
 
 func TestClosedIndex(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "index")
-	x, err := Open(dir, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, _ := openTemp(t)
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}

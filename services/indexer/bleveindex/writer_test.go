@@ -25,25 +25,29 @@ func waitActivated(t *testing.T, done <-chan error) error {
 	}
 }
 
+// openWriter is OpenWriter of dir, closed when the test ends (closing
+// twice is harmless).
+func openWriter(t *testing.T, dir string) *Index {
+	t.Helper()
+	x, err := OpenWriter(dir, time.Second)
+	if err != nil {
+		t.Fatalf("OpenWriter = %v; want a writer or a standby", err)
+	}
+	t.Cleanup(func() { _ = x.Close() })
+	return x
+}
+
 // TestStandbyTakesOverWhenTheWriterCloses: a second writer of an index
 // waits as a standby — not open, saying who holds the index — through the
 // writer's writes and reopens, and becomes the writer once it closes,
 // with the writer's documents.
 func TestStandbyTakesOverWhenTheWriterCloses(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "index")
-	a, err := OpenWriter(dir, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := openWriter(t, dir)
 	if !a.Active() {
 		t.Fatal("the first writer is not active")
 	}
-	b, err := OpenWriter(dir, time.Second)
-	if err != nil {
-		t.Fatalf("a second OpenWriter = %v; want a standby", err)
-	}
-	defer b.Close()
+	b := openWriter(t, dir)
 	if b.Active() {
 		t.Fatal("the second writer is active while the first holds the index")
 	}
@@ -90,11 +94,7 @@ func TestStandbyTakesOverWhenTheWriterCloses(t *testing.T) {
 		t.Errorf("the new writer sees %d documents, want the 2 written before", n)
 	}
 	// And the roles turn: an OpenWriter now is the standby.
-	c, err := OpenWriter(dir, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openWriter(t, dir)
 	if c.Active() {
 		t.Error("a third OpenWriter is active beside the new writer")
 	}
@@ -104,15 +104,7 @@ func TestStandbyTakesOverWhenTheWriterCloses(t *testing.T) {
 // with Close.
 func TestStandbyWaitEnds(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "index")
-	a, err := OpenWriter(dir, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := OpenWriter(dir, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := openWriter(t, dir), openWriter(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Activate(ctx) }()

@@ -27,22 +27,23 @@ type skipped struct {
 
 func (s *skipped) Error() string { return s.reason + ": " + s.err.Error() }
 
-// open checks a message as the indexer's runner does before handing it to
-// the indexer (decode, contract, payload): what the runner dead-letters
-// gives no document here either.
+// open checks a message with the checks the indexer's runner makes before
+// handing it to the indexer (bus.Open, bus.CheckPayload): what the runner
+// dead-letters gives no document here either.
 func open(m jetstream.Msg) (contracts.Envelope, error) {
-	e, err := bus.Decode(m.Headers(), m.Data())
-	if err != nil {
+	env, err := bus.Open(m.Headers(), m.Data())
+	switch {
+	case errors.Is(err, bus.ErrUndecodable):
 		return contracts.Envelope{}, &skipped{SkipUndecodable, err}
-	}
-	env, err := contracts.Open(e)
-	if err != nil {
+	case err != nil:
 		return contracts.Envelope{}, &skipped{SkipInvalidEvent, err}
 	}
-	if e.Type() != contracts.TypeNotified {
-		return contracts.Envelope{}, &skipped{SkipNotNotified, fmt.Errorf("event type %q", e.Type())}
+	// The type before the payload: another event on the notified subject
+	// is not_notified, valid or not.
+	if typ := env.Event.Type(); typ != contracts.TypeNotified {
+		return contracts.Envelope{}, &skipped{SkipNotNotified, fmt.Errorf("event type %q", typ)}
 	}
-	if err := env.ValidatePayload(); err != nil {
+	if err := bus.CheckPayload(env); err != nil {
 		return contracts.Envelope{}, &skipped{SkipInvalidPayload, err}
 	}
 	return env, nil

@@ -1,14 +1,10 @@
 package server_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -20,7 +16,6 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/gittest"
-	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
@@ -89,18 +84,9 @@ func TestBatchSurvivesCrashes(t *testing.T) {
 	}
 	repo := gittest.NewBare(t, repos, "acme/widgets", commits...)
 
-	_, b := natstest.Start(t, bus.Config{AckWait: time.Second, MaxDeliver: 10})
 	db := sqlitetest.Open(t)
-	srv, err := server.New(server.Options{DB: db, IndexDir: filepath.Join(t.TempDir(), "index"), ReposDir: repos, LockTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	mux := http.NewServeMux()
-	srv.Routes(mux)
-	hs := httptest.NewServer(mux)
-	t.Cleanup(hs.Close)
-	h := &harness{t: t, bus: b, srv: srv, http: hs}
+	h := build(t, bus.Config{AckWait: time.Second, MaxDeliver: 10}, server.Options{DB: db, ReposDir: repos})
+	b, srv := h.bus, h.srv
 	var events []*event.Event
 	for i := range n {
 		p := pr{"acme/widgets", i + 1, fmt.Sprintf("Change %d", i), "alice", contracts.StrategyFastForward, repo.SHA[fmt.Sprintf("c%d", i)], []string{fmt.Sprintf("f_%d.txt", i)}}
@@ -109,13 +95,7 @@ func TestBatchSurvivesCrashes(t *testing.T) {
 
 	f := &faults{n: map[string]int{}, crashAcked: events[n/2].ID()}
 	log := slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	run, err := service.Start(context.Background(), srv.Spec(), b, log, service.Options{
-		Backoff: []time.Duration{20 * time.Millisecond}, RelayPoll: 50 * time.Millisecond, Fault: f.hook,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(run.Stop)
+	h.run(log, service.Options{Backoff: []time.Duration{20 * time.Millisecond}, RelayPoll: 50 * time.Millisecond, Fault: f.hook})
 
 	ctx := t.Context()
 	cons, err := b.JS.Consumer(ctx, contracts.Stream, contracts.ConsumerIndexer)
@@ -164,8 +144,7 @@ func TestBatchSurvivesCrashes(t *testing.T) {
 			t.Errorf("%s: the index holds %d documents of acme/widgets, want %d", when, a.Total, n)
 		}
 		for i, e := range events {
-			_, a := h.search(url.Values{"q": {fmt.Sprintf("quux%d", i)}})
-			if ids := hitIDs(a); !slices.Equal(ids, []string{e.Subject()}) {
+			if ids := h.ids(fmt.Sprintf("quux%d", i), ""); !slices.Equal(ids, []string{e.Subject()}) {
 				t.Errorf("%s: search quux%d = %v; want only %s", when, i, ids, e.Subject())
 			}
 		}
@@ -187,12 +166,4 @@ func TestBatchSurvivesCrashes(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkDocs("after handling the batch again")
-}
-
-func hitIDs(a answer) []string {
-	ids := []string{}
-	for _, x := range a.Hits {
-		ids = append(ids, x.PRID)
-	}
-	return ids
 }

@@ -39,29 +39,41 @@ type harness struct {
 	http *httptest.Server
 }
 
+// start builds an indexer over reposDir and runs its consumer.
 func start(t *testing.T, reposDir string) *harness {
 	t.Helper()
-	_, b := natstest.Start(t, bus.Config{AckWait: 5 * time.Second})
-	srv, err := server.New(server.Options{
-		DB: sqlitetest.Open(t), IndexDir: filepath.Join(t.TempDir(), "index"), ReposDir: reposDir, LockTimeout: time.Second,
-	})
+	h := build(t, bus.Config{AckWait: 5 * time.Second}, server.Options{DB: sqlitetest.Open(t), ReposDir: reposDir})
+	log := slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.run(log, service.Options{Backoff: []time.Duration{100 * time.Millisecond}, RelayPoll: 100 * time.Millisecond})
+	return h
+}
+
+// build builds an indexer on its own bus (opts' IndexDir and LockTimeout
+// are set here) and serves its search route, without running its consumer.
+func build(t *testing.T, cfg bus.Config, opts server.Options) *harness {
+	t.Helper()
+	_, b := natstest.Start(t, cfg)
+	opts.IndexDir, opts.LockTimeout = filepath.Join(t.TempDir(), "index"), time.Second
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	log := slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	run, err := service.Start(context.Background(), srv.Spec(), b, log, service.Options{
-		Backoff: []time.Duration{100 * time.Millisecond}, RelayPoll: 100 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(run.Stop) // before srv.Close: cleanups run last-in first-out
 	mux := http.NewServeMux()
 	srv.Routes(mux)
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	return &harness{t: t, bus: b, srv: srv, http: hs}
+}
+
+// run runs the indexer's consumer until the test ends.
+func (h *harness) run(log *slog.Logger, opts service.Options) {
+	h.t.Helper()
+	run, err := service.Start(context.Background(), h.srv.Spec(), h.bus, log, opts)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(run.Stop) // before srv.Close: cleanups run last-in first-out
 }
 
 // pr is one merged PR to publish a notified event for.

@@ -1,7 +1,9 @@
-package server
+package httpapi
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,6 +11,29 @@ import (
 	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/services/indexer/bleveindex"
 )
+
+// Index is what the search route needs of the search index.
+type Index interface {
+	// Search runs q; an error matching bleveindex.ErrBadQuery is the
+	// caller's mistake.
+	Search(ctx context.Context, q bleveindex.Query) (bleveindex.Result, error)
+	// Ready is nil when the index is open and answers searches, or says
+	// why not.
+	Ready() error
+}
+
+var _ Index = (*bleveindex.Index)(nil)
+
+// API is the indexer's HTTP route.
+type API struct {
+	Index Index
+	// ReadTokens may search (titles and commit messages of private
+	// repositories too); none set: the search is open (loopback only,
+	// checked by the server).
+	ReadTokens httpx.Tokens
+	// Log receives the route's internal errors; nil discards them.
+	Log *slog.Logger
+}
 
 // hitOut is one search hit as the API answers it.
 type hitOut struct {
@@ -34,11 +59,11 @@ type searchOut struct {
 // may then be empty: the repo's PRs, newest merge first), limit 1–1000
 // (default 20). Highlights are HTML-escaped fragments with <mark> around
 // the matched terms.
-func (s *Server) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/v1/search", s.readers.RequireRead(s.search))
+func (a *API) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/search", a.ReadTokens.RequireRead(a.search))
 }
 
-func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+func (a *API) search(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Query()
 	q := bleveindex.Query{Text: p.Get("q"), Repo: p.Get("repo")}
 	if l := p.Get("limit"); l != "" {
@@ -49,17 +74,17 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Limit = n
 	}
-	res, err := s.idx.Search(r.Context(), q)
+	res, err := a.Index.Search(r.Context(), q)
 	switch {
 	case errors.Is(err, bleveindex.ErrBadQuery):
 		httpx.WriteError(w, httpx.Errorf(http.StatusBadRequest, "%s", err))
 		return
-	case err != nil && s.idx.Ready() != nil:
-		s.log.WarnContext(r.Context(), "search while the index is not open", "err", err)
+	case err != nil && a.Index.Ready() != nil:
+		a.log().WarnContext(r.Context(), "search while the index is not open", "err", err)
 		httpx.WriteError(w, httpx.Errorf(http.StatusServiceUnavailable, "the search index is not available"))
 		return
 	case err != nil:
-		s.log.ErrorContext(r.Context(), "search failed", "err", err)
+		a.log().ErrorContext(r.Context(), "search failed", "err", err)
 		httpx.WriteError(w, err)
 		return
 	}
@@ -76,6 +101,13 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		out.Hits = append(out.Hits, o)
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (a *API) log() *slog.Logger {
+	if a.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.Log
 }
 
 // clip keeps a hostile parameter out of an error message beyond 40 bytes.

@@ -1,4 +1,4 @@
-package server_test
+package httpapi_test
 
 import (
 	"context"
@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
-	"github.com/prsaga/prsaga/services/indexer/server"
+	"github.com/prsaga/prsaga/services/indexer"
+	"github.com/prsaga/prsaga/services/indexer/bleveindex"
+	"github.com/prsaga/prsaga/services/indexer/httpapi"
 )
 
 // FuzzSearch feeds GET /api/v1/search arbitrary query strings over an
@@ -33,14 +34,12 @@ func FuzzSearch(f *testing.F) {
 	} {
 		f.Add(q)
 	}
-	srv, err := server.New(server.Options{
-		DB: sqlitetest.Open(f), IndexDir: filepath.Join(f.TempDir(), "index"), LockTimeout: time.Second,
-	})
+	idx, err := bleveindex.OpenWriter(filepath.Join(f.TempDir(), "index"), time.Second)
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() { _ = srv.Close() })
-	handle := srv.Spec().Consumers[0].HandleBatch
+	f.Cleanup(func() { _ = idx.Close() })
+	handle := (&indexer.Indexer{Index: idx}).OnNotifiedBatch
 	var envs []contracts.Envelope
 	var logs []*slog.Logger
 	for i, title := range []string{"Add login", `<script>alert("x")</script> & <b>bold</b>`, "Fix token refresh"} {
@@ -63,7 +62,7 @@ func FuzzSearch(f *testing.F) {
 		f.Fatalf("index seed PRs: %v", errors.Join(errs...))
 	}
 	mux := http.NewServeMux()
-	srv.Routes(mux)
+	(&httpapi.API{Index: idx}).Routes(mux)
 	// The hostile title is found and highlighted: the escaping property
 	// below is checked on real markup.
 	rec := httptest.NewRecorder()
