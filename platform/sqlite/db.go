@@ -31,13 +31,14 @@ type Migrations struct {
 	FS        fs.FS
 }
 
-// MigrationsIn are component's migrations in directory dir of files (an
-// embedded file system: a missing directory is a build mistake, so it
-// panics).
-func MigrationsIn(component string, files fs.FS, dir string) Migrations {
+// EmbeddedMigrations is component's Migrations in the directory dir of
+// files, a file system embedded at build time (//go:embed dir/*.sql): what
+// every adapter declares as its Migrations. A dir that is not a valid path
+// is a programming error, seen at start: it panics.
+func EmbeddedMigrations(component string, files fs.FS, dir string) Migrations {
 	sub, err := fs.Sub(files, dir)
 	if err != nil {
-		panic(err)
+		panic(fmt.Sprintf("sqlite: migrations of %s: %v", component, err))
 	}
 	return Migrations{Component: component, FS: sub}
 }

@@ -5,7 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"regexp"
 	"strings"
@@ -23,18 +22,7 @@ var platformFiles embed.FS
 
 // PlatformMigrations are the outbox and inbox, applied by Open before the
 // service's own migrations.
-var PlatformMigrations = MigrationsIn("platform", platformFiles, "migrations")
-
-// MigrationsIn are component's migrations in directory dir of files (an
-// embedded file system: a missing directory is a build mistake, so it
-// panics).
-func MigrationsIn(component string, files fs.FS, dir string) Migrations {
-	sub, err := fs.Sub(files, dir)
-	if err != nil {
-		panic(err)
-	}
-	return Migrations{Component: component, FS: sub}
-}
+var PlatformMigrations = EmbeddedMigrations("platform", platformFiles, "migrations")
 
 // Options of one service's database.
 type Options struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 
 	"github.com/prsaga/prsaga/services/ledger"
 
@@ -15,15 +14,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations is the ledger's schema; open the service's database with it.
-var Migrations = psqlite.Migrations{Component: "ledger", FS: mustSub(migrationFiles, "migrations")}
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err) // the directory is embedded above: cannot happen
-	}
-	return sub
-}
+var Migrations = psqlite.EmbeddedMigrations("ledger", migrationFiles, "migrations")
 
 // Tables is the ledger's tables in one service database: the queries
 // under ledger.Store. Safe for concurrent use.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
@@ -17,13 +16,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations are the merger's tables, applied by psqlite.Open.
-var Migrations = func() psqlite.Migrations {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the directory is embedded at build time
-	}
-	return psqlite.Migrations{Component: "merger", FS: sub}
-}()
+var Migrations = psqlite.EmbeddedMigrations("merger", migrationFiles, "migrations")
 
 // Journal is the merger's journal table. Safe for concurrent use.
 type Journal struct {

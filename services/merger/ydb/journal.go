@@ -7,7 +7,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 	"time"
 
 	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
@@ -22,13 +21,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations are the merger's tables, applied by pydb.Open.
-var Migrations = func() pydb.Migrations {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the directory is embedded at build time
-	}
-	return pydb.Migrations{Component: "merger", FS: sub}
-}()
+var Migrations = pydb.EmbeddedMigrations("merger", migrationFiles, "migrations")
 
 // The journal's statements; every value is a typed parameter.
 const (

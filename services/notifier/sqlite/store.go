@@ -15,7 +15,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations of the notifier's tables.
-var Migrations = psqlite.MigrationsIn("notifier", migrationFiles, "migrations")
+var Migrations = psqlite.EmbeddedMigrations("notifier", migrationFiles, "migrations")
 
 // Store implements notifier.Store on the notifier's database. Safe for
 // concurrent use.

@@ -18,7 +18,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations of the notifier's tables, applied by pydb.Open.
-var Migrations = pydb.MigrationsIn("notifier", migrationFiles, "migrations")
+var Migrations = pydb.EmbeddedMigrations("notifier", migrationFiles, "migrations")
 
 // The notifier's statements; every value is a typed parameter.
 const (

@@ -17,7 +17,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations are the validator's tables, applied by psqlite.Open.
-var Migrations = psqlite.MigrationsIn("validator", migrationFiles, "migrations")
+var Migrations = psqlite.EmbeddedMigrations("validator", migrationFiles, "migrations")
 
 // Querier runs reads: a *psqlite.Tx inside a commit, or the *psqlite.DB
 // outside (its statements are prepared once on the reader pool).

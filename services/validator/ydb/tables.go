@@ -18,7 +18,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations are the validator's tables, applied by pydb.Open.
-var Migrations = pydb.MigrationsIn("validator", migrationFiles, "migrations")
+var Migrations = pydb.EmbeddedMigrations("validator", migrationFiles, "migrations")
 
 // The validator's statements. Every value is a typed parameter.
 const (
