@@ -38,11 +38,31 @@ func checkInvalid(t *testing.T, call string, err error, field string) {
 	}
 }
 
+// idCase is one input to a validator and whether it is accepted.
+type idCase struct {
+	in string
+	ok bool
+}
+
+// checkValidator runs validate (called name in messages) on every case:
+// an accepted input must give nil, a refused one a validation error that
+// names field.
+func checkValidator(t *testing.T, name string, validate func(string) error, field string, cases []idCase) {
+	t.Helper()
+	for _, tt := range cases {
+		err := validate(tt.in)
+		if tt.ok {
+			if err != nil {
+				t.Errorf("%s(%q) = %v, want nil", name, tt.in, err)
+			}
+			continue
+		}
+		checkInvalid(t, fmt.Sprintf("%s(%q)", name, tt.in), err, field)
+	}
+}
+
 func TestValidateEventID(t *testing.T) {
-	tests := []struct {
-		id string
-		ok bool
-	}{
+	checkValidator(t, "ValidateEventID", contracts.ValidateEventID, "id", []idCase{
 		{"a", true},
 		{"01J9Z3Y6K8QX4T2N5M7P0R1S2V", true},
 		{"6f1c2b3a-9d8e-4f7a-b6c5-d4e3f2a1b0c9", true},
@@ -57,24 +77,11 @@ func TestValidateEventID(t *testing.T) {
 		{"ü", false},
 		{"a*", false},
 		{"a>", false},
-	}
-	for _, tt := range tests {
-		err := contracts.ValidateEventID(tt.id)
-		if tt.ok {
-			if err != nil {
-				t.Errorf("ValidateEventID(%q) = %v, want nil", tt.id, err)
-			}
-			continue
-		}
-		checkInvalid(t, fmt.Sprintf("ValidateEventID(%q)", tt.id), err, "id")
-	}
+	})
 }
 
 func TestValidateRepo(t *testing.T) {
-	tests := []struct {
-		repo string
-		ok   bool
-	}{
+	checkValidator(t, "ValidateRepo", contracts.ValidateRepo, "repo", []idCase{
 		{"acme/widgets", true},
 		{"a/b", true},
 		{"Acme-Corp/my_repo.v2", true},
@@ -99,17 +106,7 @@ func TestValidateRepo(t *testing.T) {
 		{"acme/widgets\x00", false},
 		{strings.Repeat("o", 101) + "/n", false},
 		{"o/" + strings.Repeat("n", 101), false},
-	}
-	for _, tt := range tests {
-		err := contracts.ValidateRepo(tt.repo)
-		if tt.ok {
-			if err != nil {
-				t.Errorf("ValidateRepo(%q) = %v, want nil", tt.repo, err)
-			}
-			continue
-		}
-		checkInvalid(t, fmt.Sprintf("ValidateRepo(%q)", tt.repo), err, "repo")
-	}
+	})
 }
 
 func TestParsePRID(t *testing.T) {
@@ -157,10 +154,7 @@ func TestParsePRID(t *testing.T) {
 
 // branchNames are tricky branch names. ok is what ValidateBranch answers;
 // git is the oracle that ValidateBranch must never be more lenient than.
-var branchNames = []struct {
-	name string
-	ok   bool
-}{
+var branchNames = []idCase{
 	{"main", true},
 	{"feature/x", true},
 	{"feature/x-y_z.1", true},
@@ -236,16 +230,7 @@ var branchNames = []struct {
 }
 
 func TestValidateBranch(t *testing.T) {
-	for _, tt := range branchNames {
-		err := contracts.ValidateBranch("target_branch", tt.name)
-		if tt.ok {
-			if err != nil {
-				t.Errorf("ValidateBranch(%q) = %v, want nil", tt.name, err)
-			}
-			continue
-		}
-		checkInvalid(t, fmt.Sprintf("ValidateBranch(%q)", tt.name), err, "target_branch")
-	}
+	checkValidator(t, "ValidateBranch", func(s string) error { return contracts.ValidateBranch("target_branch", s) }, "target_branch", branchNames)
 	// A NUL cannot reach git through argv; it must still be refused.
 	checkInvalid(t, `ValidateBranch("a\x00b")`, contracts.ValidateBranch("source_branch", "a\x00b"), "source_branch")
 }
@@ -263,23 +248,23 @@ func TestValidateBranchAgainstGit(t *testing.T) {
 	env := append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir), "LC_ALL=C")
 	stricter := 0
 	for _, tt := range branchNames {
-		cmd := exec.Command(gitPath, "check-ref-format", "--branch", tt.name)
+		cmd := exec.Command(gitPath, "check-ref-format", "--branch", tt.in)
 		cmd.Dir, cmd.Env = dir, env
 		out, runErr := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if runErr != nil && !errors.As(runErr, &exit) {
-			t.Fatalf("run git check-ref-format --branch %q: %v", tt.name, runErr)
+			t.Fatalf("run git check-ref-format --branch %q: %v", tt.in, runErr)
 		}
 		gitOK := runErr == nil
-		oursOK := contracts.ValidateBranch("branch", tt.name) == nil
+		oursOK := contracts.ValidateBranch("branch", tt.in) == nil
 		switch {
 		case oursOK && !gitOK:
-			t.Errorf("ValidateBranch(%q) accepts a name git rejects: %s", tt.name, strings.TrimSpace(string(out)))
+			t.Errorf("ValidateBranch(%q) accepts a name git rejects: %s", tt.in, strings.TrimSpace(string(out)))
 		case !oursOK && gitOK:
 			stricter++
-			t.Logf("stricter than git (allowed): %q", tt.name)
-		case tt.ok && gitOK && strings.TrimSpace(string(out)) != tt.name:
-			t.Errorf("git check-ref-format --branch %q printed %q: the oracle rewrote the name", tt.name, out)
+			t.Logf("stricter than git (allowed): %q", tt.in)
+		case tt.ok && gitOK && strings.TrimSpace(string(out)) != tt.in:
+			t.Errorf("git check-ref-format --branch %q printed %q: the oracle rewrote the name", tt.in, out)
 		}
 	}
 	if stricter > 6 {
@@ -289,10 +274,7 @@ func TestValidateBranchAgainstGit(t *testing.T) {
 
 func TestValidateSHA(t *testing.T) {
 	good := "0123456789abcdef0123456789abcdef01234567"
-	tests := []struct {
-		sha string
-		ok  bool
-	}{
+	checkValidator(t, "ValidateSHA", func(s string) error { return contracts.ValidateSHA("head_sha", s) }, "head_sha", []idCase{
 		{good, true},
 		{strings.Repeat("f", 40), true},
 		{"", false},
@@ -302,24 +284,11 @@ func TestValidateSHA(t *testing.T) {
 		{"0123456789abcdef0123456789abcdef0123456g", false},
 		{"0123456789abcdef0123456789abcdef012345 7", false},
 		{strings.Repeat("a", 64), false}, // SHA-256 object names are not in the contract
-	}
-	for _, tt := range tests {
-		err := contracts.ValidateSHA("head_sha", tt.sha)
-		if tt.ok {
-			if err != nil {
-				t.Errorf("ValidateSHA(%q) = %v, want nil", tt.sha, err)
-			}
-			continue
-		}
-		checkInvalid(t, fmt.Sprintf("ValidateSHA(%q)", tt.sha), err, "head_sha")
-	}
+	})
 }
 
 func TestValidateStrategy(t *testing.T) {
-	tests := []struct {
-		s  string
-		ok bool
-	}{
+	checkValidator(t, "ValidateStrategy", contracts.ValidateStrategy, "strategy", []idCase{
 		{contracts.StrategyMerge, true},
 		{contracts.StrategySquash, true},
 		{contracts.StrategyFastForward, true},
@@ -329,15 +298,5 @@ func TestValidateStrategy(t *testing.T) {
 		{"fast_forward", false},
 		{"ff", false},
 		{" merge", false},
-	}
-	for _, tt := range tests {
-		err := contracts.ValidateStrategy(tt.s)
-		if tt.ok {
-			if err != nil {
-				t.Errorf("ValidateStrategy(%q) = %v, want nil", tt.s, err)
-			}
-			continue
-		}
-		checkInvalid(t, fmt.Sprintf("ValidateStrategy(%q)", tt.s), err, "strategy")
-	}
+	})
 }
