@@ -75,6 +75,16 @@ func expected(row contracts.Row, in contracts.Incoming) want {
 		return contracts.Row{Exists: true, PRID: in.Req.PRID, Repo: in.Req.Repo, CorrelationID: in.CorrelationID,
 			Version: row.Version, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}
 	}
+	// start is the row a step's answer works on: a fresh row (a new run at
+	// the event's attempt) for a PR without a saga, else the row itself.
+	start := func() (contracts.Row, bool) {
+		if !row.Exists {
+			base := fresh()
+			base.Attempts = in.Attempt
+			return base, true
+		}
+		return row, false
+	}
 	from := func() contracts.State {
 		if !row.Exists {
 			return ""
@@ -107,12 +117,8 @@ func expected(row contracts.Row, in contracts.Incoming) want {
 
 	case contracts.TypeMergeValidated, contracts.TypeMerged, contracts.TypeNotified, contracts.TypeIndexed:
 		t := successTarget[in.Type]
-		base, newRun := row, false
-		switch {
-		case !row.Exists:
-			base, newRun = fresh(), true
-			base.Attempts = in.Attempt
-		case row.CorrelationID != in.CorrelationID:
+		base, newRun := start()
+		if row.Exists && row.CorrelationID != in.CorrelationID {
 			// Only validated adopts a row of another run, and only while the
 			// row has not passed VALIDATING.
 			if in.Type != contracts.TypeMergeValidated || outcomeRank(row.State, row.FailedStep) > slices.Index(outcomes, "failed(VALIDATING)") {
@@ -146,12 +152,8 @@ func expected(row contracts.Row, in contracts.Incoming) want {
 		if f < 0 {
 			return ign
 		}
-		base, newRun := row, false
-		switch {
-		case !row.Exists:
-			base, newRun = fresh(), true
-			base.Attempts = in.Attempt
-		case row.CorrelationID != in.CorrelationID:
+		base, newRun := start()
+		if row.Exists && row.CorrelationID != in.CorrelationID {
 			return ign
 		}
 		if row.Exists && in.Attempt < base.Attempts {
