@@ -35,10 +35,7 @@ func (s *Tables) Transitions(ctx context.Context, prID string) ([]ledger.Transit
 		t, _, err := scanTransition(row, false)
 		return t, err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
-	}
-	return out, nil
+	return listed(out, err, "read transitions of %s", prID)
 }
 
 // RunEvent is one recorded event of a run (any); an error when the run has
@@ -77,18 +74,12 @@ func (s *Tables) listPage(ctx context.Context, f ledger.Filter) ([]contracts.Row
 // merges them newest first: the newest Limit+1 sagas overall are among
 // the newest Limit+1 of each state.
 func (s *Tables) listAll(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
-	var all []contracts.Row
-	for _, st := range contracts.States {
+	return s.mergeRanges(ctx, contracts.States, f.Limit, func(st contracts.State) (string, ydbsdk.Params, bool) {
 		g := f
 		g.State = st
 		q, p := listStatement(g)
-		rows, err := s.sagas(ctx, q, p)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, rows...)
-	}
-	return newestPage(all, f.Limit), nil
+		return q, p, true
+	})
 }
 
 func pick(first bool, a, b string) string {
@@ -101,19 +92,32 @@ func pick(first bool, a, b string) string {
 // listStuck runs the stuck statement once per in-flight state (each one
 // range of idx_saga_state) and merges the pages newest first.
 func (s *Tables) listStuck(ctx context.Context, f ledger.Filter) ([]contracts.Row, error) {
-	var all []contracts.Row
-	for _, st := range contracts.Steps {
+	return s.mergeRanges(ctx, contracts.Steps, f.Limit, func(st contracts.State) (string, ydbsdk.Params, bool) {
 		cut, ok := f.StuckBefore[st]
 		if !ok || (f.State != "" && f.State != st) {
+			return "", nil, false
+		}
+		return qListStuck, listStuckParams(f, st, cut), true
+	})
+}
+
+// mergeRanges runs the statement stmt gives for each of states (false:
+// none for that state) and keeps the newest limit+1 rows of all.
+func (s *Tables) mergeRanges(ctx context.Context, states []contracts.State, limit int,
+	stmt func(contracts.State) (string, ydbsdk.Params, bool)) ([]contracts.Row, error) {
+	var all []contracts.Row
+	for _, st := range states {
+		q, p, ok := stmt(st)
+		if !ok {
 			continue
 		}
-		rows, err := s.sagas(ctx, qListStuck, listStuckParams(f, st, cut))
+		rows, err := s.sagas(ctx, q, p)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, rows...)
 	}
-	return newestPage(all, f.Limit), nil
+	return newestPage(all, limit), nil
 }
 
 // newestPage is the newest limit+1 of the pages of several ranges.
@@ -148,14 +152,20 @@ func collect[T any](ctx context.Context, db *pydb.DB, q string, p ydbsdk.Params,
 	return out, err
 }
 
+// listed is what a read of a list returns: its rows, or its error said in
+// terms of what it read.
+func listed[T any](out []T, err error, format string, args ...any) ([]T, error) {
+	if err != nil {
+		return nil, fmt.Errorf(format+": %w", append(args, err)...)
+	}
+	return out, nil
+}
+
 // Events lists the events recorded for a PR, oldest first (at most
 // MaxEvents). An unknown PR has none.
 func (s *Tables) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
 	out, err := collect(ctx, s.db, qEventsOfPR, prEventsParams(prID), scanEvent)
-	if err != nil {
-		return nil, fmt.Errorf("list events of %s: %w", prID, err)
-	}
-	return out, nil
+	return listed(out, err, "list events of %s", prID)
 }
 
 // RunTransitions lists a run's transitions (of every PR that carried it),
@@ -177,20 +187,14 @@ func (s *Tables) RunTransitions(ctx context.Context, correlationID string) ([]le
 // RunEvents lists a run's events, oldest first.
 func (s *Tables) RunEvents(ctx context.Context, correlationID string) ([]ledger.Event, error) {
 	out, err := collect(ctx, s.db, qEventsOfRun, runParams(correlationID), scanEvent)
-	if err != nil {
-		return nil, fmt.Errorf("read events of run %s: %w", correlationID, err)
-	}
-	return out, nil
+	return listed(out, err, "read events of run %s", correlationID)
 }
 
 // RecentTransitions is the window w of the history, newest first
 // (idx_transition_at).
 func (s *Tables) RecentTransitions(ctx context.Context, w ledger.StepWindow) ([]ledger.StepRow, error) {
 	out, err := collect(ctx, s.db, qRecentTransitions, recentParams(w), scanStepRow)
-	if err != nil {
-		return nil, fmt.Errorf("step durations: %w", err)
-	}
-	return out, nil
+	return listed(out, err, "step durations")
 }
 
 // StuckRows returns at most limit rows in state last updated before
