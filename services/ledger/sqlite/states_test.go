@@ -18,8 +18,7 @@ import (
 // (the oldest of each state) once per state, never scanning it. What it
 // counts is the conformance suite's (Stats).
 func TestStateCountsSeeksTheStateIndex(t *testing.T) {
-	db := sqlitetest.Open(t, ledgersqlite.Migrations)
-	storetest.Seed(t, ledgersqlite.NewStore(db))
+	db := seeded(t)
 	if p := strings.Join(queryPlan(t, db, ledgersqlite.StateCountsQuery), "; "); !strings.Contains(p, "SEARCH pr_saga USING COVERING INDEX idx_saga_state (state=?)") ||
 		strings.Contains(p, "SCAN pr_saga") {
 		t.Errorf("plan %q, want one seek of idx_saga_state per state", p)

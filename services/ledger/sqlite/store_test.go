@@ -42,11 +42,19 @@ func queryPlan(t *testing.T, db *psqlite.DB, q string, args ...any) []string {
 	return plan
 }
 
+// seeded opens a database with the ledger's migrations, holding the
+// conformance suite's seed sagas.
+func seeded(t *testing.T) *psqlite.DB {
+	t.Helper()
+	db := sqlitetest.Open(t, ledgersqlite.Migrations)
+	storetest.Seed(t, ledgersqlite.NewStore(db))
+	return db
+}
+
 // The list and the watchdog's future query are served by indexes, never a
 // full scan of pr_saga.
 func TestQueriesUseIndexes(t *testing.T) {
-	db := sqlitetest.Open(t, ledgersqlite.Migrations)
-	storetest.Seed(t, ledgersqlite.NewStore(db))
+	db := seeded(t)
 	cur := " AND (updated_at, pr_id) < (?, ?)"
 	order := " ORDER BY updated_at DESC, pr_id DESC LIMIT 10"
 	for _, c := range []struct {
