@@ -8,12 +8,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
@@ -74,13 +72,7 @@ func (r *run) attempt(trigger *event.Event, from, fail contracts.State, timeout 
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		e, err := contracts.New("to-"+step.NewID(), contracts.TypeTimedOut, contracts.SourceLedger, r.req.PRID, time.Now(),
-			contracts.TimedOut{Request: r.req, Step: fail, LastEventID: cause.ID(), Diagnosis: "stuck"},
-			contracts.Meta{CorrelationID: r.ev.ID(), CausationID: cause.ID(), Attempt: m.Attempt})
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		return append(evs, e)
+		return append(evs, r.timedOut(fail, cause, m.Attempt))
 	}
 	return append(evs, r.follow(cause, contracts.TypeStepFailed, serviceOf(fail),
 		contracts.StepFailed{Request: r.req, Step: fail, Code: failCode(fail), Reason: "it broke", Retryable: true}))

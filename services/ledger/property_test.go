@@ -59,12 +59,12 @@ func indexOf(s contracts.State) int {
 	return -1
 }
 
-// timedOut is the watchdog's event for st at attempt 1 of the run.
-func (r *run) timedOut(st contracts.State, cause *event.Event) *event.Event {
+// timedOut is the watchdog's event for st at an attempt of the run.
+func (r *run) timedOut(st contracts.State, cause *event.Event, attempt int) *event.Event {
 	r.t.Helper()
 	e, err := contracts.New("to-"+step.NewID(), contracts.TypeTimedOut, contracts.SourceLedger, r.req.PRID, time.Now(),
 		contracts.TimedOut{Request: r.req, Step: st, LastEventID: cause.ID(), Diagnosis: "stuck"},
-		contracts.Meta{CorrelationID: r.ev.ID(), CausationID: cause.ID(), Attempt: 1})
+		contracts.Meta{CorrelationID: r.ev.ID(), CausationID: cause.ID(), Attempt: attempt})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestProjectPropertyWithRetries(t *testing.T) {
 		}
 		var fail *event.Event
 		if useTimeout {
-			fail = r.timedOut(step, trigger)
+			fail = r.timedOut(step, trigger, 1)
 		} else {
 			fail = r.follow(trigger, contracts.TypeStepFailed, serviceOf(step),
 				contracts.StepFailed{Request: r.req, Step: step, Code: "boom", Reason: "it broke", Retryable: true})
