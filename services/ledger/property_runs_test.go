@@ -228,7 +228,6 @@ func TestProjectPropertyAcrossRunsSeeds(t *testing.T) {
 func propertyAcrossRuns(t *testing.T, s uint64, rounds int) {
 	rng := rand.New(rand.NewPCG(s, s^0x2545f4914f6cdd1d))
 	f := newFixture(t)
-	ctx := context.Background()
 	total := 0
 	for round := range rounds {
 		pr := contracts.PRID("acme/runs", round+1)
@@ -260,16 +259,9 @@ func propertyAcrossRuns(t *testing.T, s uint64, rounds int) {
 			d.until(fmt.Sprintf("run %d failed at %s", i, p.fail1), func(sg ledger.Saga) bool {
 				return sg.CorrelationID == r.ev.ID() && sg.State == contracts.StateMergeFailed && sg.FailedStep == p.fail1 && sg.Attempts == 1
 			}, pr, own)
-			ans, err := f.retrier(f.store).Retry(ctx, ledger.RetryRequest{PRID: pr, Actor: "prop"})
-			if err != nil || !ans.Accepted {
-				t.Fatalf("%s: retry of run %d: %+v %v", desc, i, ans, err)
-			}
-			var replay event.Event
-			if err := replay.UnmarshalJSON(ans.Replay.Event); err != nil {
-				t.Fatal(err)
-			}
-			d.publish(&replay)
-			d.publish(r.attempt(&replay, p.fail1, p.fail2, p.timeout2)...)
+			replay := f.retryReplay(pr, fmt.Sprintf("%s: retry of run %d", desc, i))
+			d.publish(replay)
+			d.publish(r.attempt(replay, p.fail1, p.fail2, p.timeout2)...)
 		}
 		for d.step() {
 		}

@@ -71,6 +71,21 @@ func (r *run) timedOut(st contracts.State, cause *event.Event, attempt int) *eve
 	return e
 }
 
+// retryReplay retries pr as the operator "prop" and returns the replay
+// the retry publishes; what names the retry in a failure.
+func (f *fixture) retryReplay(pr, what string) *event.Event {
+	f.t.Helper()
+	ans, err := f.retrier(f.store).Retry(context.Background(), ledger.RetryRequest{PRID: pr, Actor: "prop"})
+	if err != nil || !ans.Accepted {
+		f.t.Fatalf("%s: %+v %v", what, ans, err)
+	}
+	var replay event.Event
+	if err := replay.UnmarshalJSON(ans.Replay.Event); err != nil {
+		f.t.Fatal(err)
+	}
+	return &replay
+}
+
 // shuffled returns evs with each one delivered 1–3 times, in random order.
 func shuffled(rng *rand.Rand, evs []*event.Event) []*event.Event {
 	var out []*event.Event
@@ -94,7 +109,6 @@ func TestProjectPropertyWithRetries(t *testing.T) {
 	s := seed(t)
 	rng := rand.New(rand.NewPCG(s, s^0x5851f42d4c957f2d))
 	f := newFixture(t)
-	ctx := context.Background()
 	rounds := 40
 	if testing.Short() {
 		rounds = 8
@@ -128,15 +142,8 @@ func TestProjectPropertyWithRetries(t *testing.T) {
 
 		// The operator retries; attempt 2 runs from the replay to the end,
 		// while attempt 1's events are redelivered among its events.
-		ans, err := f.retrier(f.store).Retry(ctx, ledger.RetryRequest{PRID: pr, Actor: "prop"})
-		if err != nil || !ans.Accepted {
-			t.Fatalf("seed %d round %d: retry %+v %v", s, round, ans, err)
-		}
-		var replay event.Event
-		if err := replay.UnmarshalJSON(ans.Replay.Event); err != nil {
-			t.Fatal(err)
-		}
-		phase2 := append([]*event.Event{&replay}, r.successesFrom(step, &replay)...)
+		replay := f.retryReplay(pr, fmt.Sprintf("seed %d round %d: retry", s, round))
+		phase2 := append([]*event.Event{replay}, r.successesFrom(step, replay)...)
 		for _, e := range phase1 {
 			if rng.IntN(2) == 0 {
 				phase2 = append(phase2, e)
