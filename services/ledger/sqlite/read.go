@@ -118,16 +118,23 @@ func listQuery(f ledger.Filter) (string, []any) {
 // Events lists the events recorded for a PR, oldest first (at most
 // MaxEvents). An unknown PR has none.
 func (s *Tables) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason,
-		received_at, event FROM saga_event WHERE pr_id = ? ORDER BY received_at, event_id LIMIT ?`, prID, MaxEvents)
-	if err != nil {
-		return nil, fmt.Errorf("list events of %s: %w", prID, err)
+	rows, err := s.db.QueryContext(ctx, selectEvents+` WHERE pr_id = ? ORDER BY received_at, event_id LIMIT ?`, prID, MaxEvents)
+	return eventsOf(rows, err, "list events of %s", prID)
+}
+
+// selectEvents reads saga_event's columns in the order scanEvents scans.
+const selectEvents = `SELECT event_id, pr_id, correlation_id, type, status, reason, received_at, event FROM saga_event`
+
+// eventsOf is the answer of a query of events (rows, err): the events, or
+// the error said in terms of what was read.
+func eventsOf(rows *sql.Rows, err error, format string, args ...any) ([]ledger.Event, error) {
+	if err == nil {
+		var out []ledger.Event
+		if out, err = scanEvents(rows); err == nil {
+			return out, nil
+		}
 	}
-	out, err := scanEvents(rows)
-	if err != nil {
-		return nil, fmt.Errorf("list events of %s: %w", prID, err)
-	}
-	return out, nil
+	return nil, fmt.Errorf(format+": %w", append(args, err)...)
 }
 
 // scanEvents scans and closes rows of saga_event's columns (event_id,

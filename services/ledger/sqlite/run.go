@@ -48,14 +48,6 @@ func (s *Tables) RunTransitions(ctx context.Context, correlationID string) ([]le
 
 // RunEvents lists a run's events, oldest first.
 func (s *Tables) RunEvents(ctx context.Context, correlationID string) ([]ledger.Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason,
-		received_at, event FROM saga_event WHERE correlation_id = ? ORDER BY received_at, event_id LIMIT ?`, correlationID, MaxEvents)
-	if err != nil {
-		return nil, fmt.Errorf("read events of run %s: %w", correlationID, err)
-	}
-	out, err := scanEvents(rows)
-	if err != nil {
-		return nil, fmt.Errorf("read events of run %s: %w", correlationID, err)
-	}
-	return out, nil
+	rows, err := s.db.QueryContext(ctx, selectEvents+` WHERE correlation_id = ? ORDER BY received_at, event_id LIMIT ?`, correlationID, MaxEvents)
+	return eventsOf(rows, err, "read events of run %s", correlationID)
 }
