@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -136,12 +137,15 @@ func newFixture(t testing.TB) *fixture {
 	}
 }
 
-// openFile opens the ledger database file at path as one ledger process
-// does: several handles on one file are several ledgers.
-func openFile(t testing.TB, path string) (*psqlite.DB, *ledger.Store) {
+// twoLedgers opens one new ledger database file twice, as two ledger
+// processes do: the first handle's database and store, and the second's
+// store.
+func twoLedgers(t testing.TB) (*psqlite.DB, *ledger.Store, *ledger.Store) {
 	t.Helper()
-	db := sqlitetest.OpenFile(t, path, ledgersqlite.Migrations)
-	return db, ledgersqlite.NewStore(db)
+	path := filepath.Join(t.TempDir(), "ledger.sqlite")
+	dbA := sqlitetest.OpenFile(t, path, ledgersqlite.Migrations)
+	dbB := sqlitetest.OpenFile(t, path, ledgersqlite.Migrations)
+	return dbA, ledgersqlite.NewStore(dbA), ledgersqlite.NewStore(dbB)
 }
 
 // project applies one event in its own transaction, as the runner does.

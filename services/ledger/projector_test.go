@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -256,9 +255,7 @@ func TestProjectConcurrentSameEvent(t *testing.T) {
 		// Two ledger processes sharing a database file: two writer
 		// connections, serialised by SQLite's lock.
 		f := newFixture(t)
-		path := filepath.Join(t.TempDir(), "ledger.sqlite")
-		_, a := openFile(t, path)
-		_, b := openFile(t, path)
+		_, a, b := twoLedgers(t)
 		concurrentSameEvent(t, f, a, b)
 		f.store = a
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -300,9 +299,7 @@ func TestProjectTwoLedgersAcrossRuns(t *testing.T) {
 	s := seed(t)
 	rng := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
 	f := newFixture(t)
-	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	_, a := openFile(t, path)
-	_, b := openFile(t, path)
+	_, a, b := twoLedgers(t)
 	stores := []*ledger.Store{a, b}
 	prs := 20
 	if testing.Short() {

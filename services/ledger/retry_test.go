@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -154,9 +153,7 @@ func TestRetryIdempotencyKey(t *testing.T) {
 // replay, one refusal.
 func TestRetryConcurrent(t *testing.T) {
 	f := newFixture(t)
-	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	dbA, a := openFile(t, path)
-	_, b := openFile(t, path)
+	dbA, a, b := twoLedgers(t)
 	f.store = a
 	r := newRun(t, pr)
 	f.project(r.ev)

@@ -241,9 +241,7 @@ func TestWatchdogLateSuccessHeals(t *testing.T) {
 // once: every stuck row moves once, with one timed_out event.
 func TestWatchdogTwoInstancesMoveEachRowOnce(t *testing.T) {
 	f := newWDFixture(t)
-	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	dbA, a := openFile(t, path)
-	_, b := openFile(t, path)
+	dbA, a, b := twoLedgers(t)
 	f.store = a
 	const n = 20
 	for i := range n {
