@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -267,20 +266,7 @@ func concurrentSameEvent(t *testing.T, f *fixture, a, b *ledger.Store) {
 		t.Fatal(err)
 	}
 	v := r.validated()
-	var wg sync.WaitGroup
-	results := make([]ledger.Result, 2)
-	errs := make([]error, 2)
-	start := make(chan struct{})
-	for i, s := range []*ledger.Store{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = f.tryProject(s, v)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	results, errs := atOnce([]*ledger.Store{a, b}, func(s *ledger.Store) (ledger.Result, error) { return f.tryProject(s, v) })
 	var applied, dup int
 	for i := range results {
 		switch {

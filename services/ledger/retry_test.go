@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -159,20 +158,9 @@ func TestRetryConcurrent(t *testing.T) {
 	f.project(r.ev)
 	f.project(r.failed(contracts.StateValidating, contracts.ServiceValidator, contracts.CodeChecksPending))
 
-	var wg sync.WaitGroup
-	answers := make([]ledger.RetryAnswer, 2)
-	errs := make([]error, 2)
-	start := make(chan struct{})
-	for i, s := range []*ledger.Store{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			answers[i], errs[i] = f.retrier(s).Retry(context.Background(), ledger.RetryRequest{PRID: pr, Actor: "local"})
-		}()
-	}
-	close(start)
-	wg.Wait()
+	answers, errs := atOnce([]*ledger.Store{a, b}, func(s *ledger.Store) (ledger.RetryAnswer, error) {
+		return f.retrier(s).Retry(context.Background(), ledger.RetryRequest{PRID: pr, Actor: "local"})
+	})
 	accepted := 0
 	for i, ans := range answers {
 		if errs[i] != nil {
