@@ -103,13 +103,33 @@ func (a *API) listSagas(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	page, err := a.Sagas.List(r.Context(), f)
+	page, err := a.list(r.Context(), f)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	a.markStuck(page.Sagas)
 	httpx.WriteJSON(w, http.StatusOK, page)
+}
+
+// list reads one page of f, its sagas marked stuck.
+func (a *API) list(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
+	page, err := a.Sagas.List(ctx, f)
+	if err != nil {
+		return ledger.Page{}, err
+	}
+	a.markStuck(page.Sagas)
+	return page, nil
+}
+
+// sagaOf reads the saga of the PR the request's path names (an unknown PR
+// is ledger.ErrNotFound).
+func (a *API) sagaOf(r *http.Request) (string, ledger.Saga, error) {
+	pr, err := prOf(r)
+	if err != nil {
+		return "", ledger.Saga{}, err
+	}
+	s, err := a.Sagas.Get(r.Context(), pr)
+	return pr, s, err
 }
 
 // markStuck sets Saga.Stuck with the watchdog's timeouts.
@@ -121,12 +141,7 @@ func (a *API) markStuck(ss []ledger.Saga) {
 }
 
 func (a *API) getSaga(w http.ResponseWriter, r *http.Request) {
-	pr, err := prOf(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	s, err := a.Sagas.Get(r.Context(), pr)
+	_, s, err := a.sagaOf(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -161,13 +176,9 @@ func (a *API) getRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) sagaEvents(w http.ResponseWriter, r *http.Request) {
-	pr, err := prOf(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	// An unknown PR is a 404, not an empty list: a typo should say so.
-	if _, err := a.Sagas.Get(r.Context(), pr); err != nil {
+	pr, _, err := a.sagaOf(r)
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}

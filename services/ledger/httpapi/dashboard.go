@@ -98,12 +98,11 @@ func (a *API) dashboard(w http.ResponseWriter, r *http.Request) {
 		a.failPage(w, r, err)
 		return
 	}
-	page, err := a.Sagas.List(r.Context(), f)
+	page, err := a.list(r.Context(), f)
 	if err != nil {
 		a.failPage(w, r, err)
 		return
 	}
-	a.markStuck(page.Sagas)
 	ov, err := a.overview(r.Context(), st, f.State, r.URL.Query().Get("range"), a.now())
 	if err != nil {
 		a.failPage(w, r, err)
