@@ -132,6 +132,16 @@ func (a *API) sagaOf(r *http.Request) (string, ledger.Saga, error) {
 	return pr, s, err
 }
 
+// sagaEventsOf is sagaOf with the events recorded for the PR.
+func (a *API) sagaEventsOf(r *http.Request) (string, ledger.Saga, []ledger.Event, error) {
+	pr, s, err := a.sagaOf(r)
+	if err != nil {
+		return "", ledger.Saga{}, nil, err
+	}
+	evs, err := a.Sagas.Events(r.Context(), pr)
+	return pr, s, evs, err
+}
+
 // markStuck sets Saga.Stuck with the watchdog's timeouts.
 func (a *API) markStuck(ss []ledger.Saga) {
 	now := a.now()
@@ -177,12 +187,7 @@ func (a *API) getRun(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) sagaEvents(w http.ResponseWriter, r *http.Request) {
 	// An unknown PR is a 404, not an empty list: a typo should say so.
-	pr, _, err := a.sagaOf(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	evs, err := a.Sagas.Events(r.Context(), pr)
+	pr, _, evs, err := a.sagaEventsOf(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return

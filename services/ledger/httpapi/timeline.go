@@ -42,12 +42,7 @@ type timelinePage struct {
 // timeline shows one PR's saga: where it is, whether the code is merged,
 // what failed, each transition with its time and duration, and its events.
 func (a *API) timeline(w http.ResponseWriter, r *http.Request) {
-	pr, s, err := a.sagaOf(r)
-	if err != nil {
-		a.failPage(w, r, err)
-		return
-	}
-	evs, err := a.Sagas.Events(r.Context(), pr)
+	pr, s, evs, err := a.sagaEventsOf(r)
 	if err != nil {
 		a.failPage(w, r, err)
 		return
