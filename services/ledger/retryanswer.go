@@ -19,11 +19,18 @@ func EncodeRetryAnswer(a RetryAnswer) (string, error) {
 	return string(raw), nil
 }
 
-// DecodeRetryAnswer reads an answer as the stores keep it.
-func DecodeRetryAnswer(raw string) (RetryAnswer, error) {
+// StoredRetryAnswer is what a store's Tx.RetryAnswer answers for the
+// retry_answer row it read: raw, or none (missing), or the read's error.
+func StoredRetryAnswer(raw string, missing bool, err error) (RetryAnswer, bool, error) {
+	if missing {
+		return RetryAnswer{}, false, nil
+	}
+	if err != nil {
+		return RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
+	}
 	var a RetryAnswer
 	if err := json.Unmarshal([]byte(raw), &a); err != nil {
-		return RetryAnswer{}, fmt.Errorf("decode retry answer: %w", err)
+		return RetryAnswer{}, false, fmt.Errorf("decode retry answer: %w", err)
 	}
-	return a, nil
+	return a, true, nil
 }

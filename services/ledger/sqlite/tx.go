@@ -176,14 +176,7 @@ func (t *Tx) RetryAnswer(key string) (ledger.RetryAnswer, bool, error) {
 	// it is pruned.
 	err := t.tx.QueryRowContext(t.tx.Context(), `SELECT answer FROM retry_answer WHERE idempotency_key = ? AND created_at >= ?`,
 		key, micros(t.tx.Now().Add(-ledger.RetryAnswerTTL))).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ledger.RetryAnswer{}, false, nil
-	}
-	if err != nil {
-		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
-	}
-	a, err := ledger.DecodeRetryAnswer(raw)
-	return a, err == nil, err
+	return ledger.StoredRetryAnswer(raw, errors.Is(err, sql.ErrNoRows), err)
 }
 
 // SaveRetryAnswer stores the first answer under key, pruning expired ones.

@@ -194,15 +194,11 @@ func (t *Tx) RetryAnswer(key string) (ledger.RetryAnswer, bool, error) {
 	if pydb.IsNoRows(err) {
 		return ledger.RetryAnswer{}, false, nil
 	}
-	if err != nil {
-		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
+	raw := ""
+	if err == nil {
+		raw, err = scanText(row)
 	}
-	raw, err := scanText(row)
-	if err != nil {
-		return ledger.RetryAnswer{}, false, fmt.Errorf("read retry answer: %w", err)
-	}
-	a, err := ledger.DecodeRetryAnswer(raw)
-	return a, err == nil, err
+	return ledger.StoredRetryAnswer(raw, false, err)
 }
 
 // SaveRetryAnswer stores the first answer under key (the retrier read it
