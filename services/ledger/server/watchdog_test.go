@@ -1,58 +1,20 @@
 package server_test
 
 import (
-	"context"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/logging/logtest"
-	"github.com/prsaga/prsaga/platform/natsembed/natstest"
-	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
-	"github.com/prsaga/prsaga/services/ledger"
-	"github.com/prsaga/prsaga/services/ledger/server"
 )
-
-const (
-	stepTimeout = time.Second
-	tick        = 200 * time.Millisecond
-)
-
-var fastWatchdog = ledger.WatchdogConfig{Interval: tick, Batch: 100, Timeouts: ledger.Timeouts{
-	contracts.StateValidating: stepTimeout, contracts.StateMerging: stepTimeout,
-	contracts.StateNotifying: stepTimeout, contracts.StateIndexing: stepTimeout,
-}}
-
-// startLedger runs one ledger instance (consumer, relay, watchdog, HTTP)
-// over the database file at path, on b.
-func startLedger(t *testing.T, b *bus.Bus, path string, logs *logtest.Buffer) *component {
-	t.Helper()
-	log := slog.New(slog.NewJSONHandler(logs, nil)).With("service", "ledger")
-	srv, err := server.New(server.Options{DB: sqlitetest.OpenFile(t, path, server.Migrations), Bus: b, Watchdog: fastWatchdog, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startSpec(t, srv, b, log, 50*time.Millisecond)
-	stop, err := srv.StartWatchdog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return &component{t: t, bus: b, http: serve(t, srv), logs: logs}
-}
 
 // A step that never answers is failed within its timeout plus one tick,
 // with a timed_out event on the bus; its late success then heals the saga.
 func TestWatchdogFailsAStepThatNeverAnswers(t *testing.T) {
-	_, b := natstest.Start(t, bus.Config{AckWait: 5 * time.Second})
+	b := startBus(t)
 	c := startLedger(t, b, filepath.Join(t.TempDir(), "ledger.sqlite"), &logtest.Buffer{})
 	const pr = "acme/widgets#9"
 	r := request(pr)
@@ -81,10 +43,13 @@ func TestWatchdogFailsAStepThatNeverAnswers(t *testing.T) {
 	if d := failed.Sub(entered); d < stepTimeout || d > stepTimeout+tick+250*time.Millisecond {
 		t.Fatalf("failed %s after entering MERGING, want between %s and %s + one tick (%s)", d, stepTimeout, stepTimeout, tick)
 	}
-	to := natstest.WaitEvent(t, b, contracts.SubjectTimedOut, 5*time.Second, func(e *event.Event) bool { return e.Subject() == pr })
-	env, err := contracts.Open(to)
+	ts := readStream(t, b, contracts.SubjectTimedOut, 5*time.Second)
+	env, err := ts.next()
+	for err == nil && env.Event.Subject() != pr {
+		env, err = ts.next()
+	}
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("no timed_out event for %s: %v", pr, err)
 	}
 	p := env.Payload.(*contracts.TimedOut)
 	if p.Step != contracts.StateMerging || p.LastEventID != val.ID() || env.Meta.CorrelationID != req.ID() ||
@@ -104,7 +69,7 @@ func TestWatchdogFailsAStepThatNeverAnswers(t *testing.T) {
 // Two ledger instances over one database file, both with a watchdog:
 // every stuck row is moved once, with one timed_out event.
 func TestWatchdogTwoLedgersOneTimeoutPerRow(t *testing.T) {
-	_, b := natstest.Start(t, bus.Config{AckWait: 5 * time.Second})
+	b := startBus(t)
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
 	logs := &logtest.Buffer{}
 	a := startLedger(t, b, path, logs)
@@ -132,22 +97,17 @@ func TestWatchdogTwoLedgersOneTimeoutPerRow(t *testing.T) {
 			t.Fatalf("%s: %d moves to MERGE_FAILED, want 1: %+v", pr, moves, s.Transitions)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cons, err := b.JS.OrderedConsumer(ctx, contracts.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{contracts.SubjectTimedOut}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := readStream(t, b, contracts.SubjectTimedOut, 10*time.Second)
 	per := map[string]int{}
 	for total := 0; total < n; total++ {
-		m, err := cons.Next(jetstream.FetchContext(ctx))
+		en, err := r.next()
 		if err != nil {
 			t.Fatalf("after %d timed_out events: %v", total, err)
 		}
-		per[m.Headers().Get("ce-subject")]++
+		per[en.Event.Subject()]++
 	}
-	if m, err := cons.Next(jetstream.FetchMaxWait(500 * time.Millisecond)); err == nil {
-		t.Fatalf("an extra timed_out event for %s", m.Headers().Get("ce-subject"))
+	if en, err := r.within(500 * time.Millisecond); err == nil {
+		t.Fatalf("an extra timed_out event for %s", en.Event.Subject())
 	}
 	if len(per) != n {
 		t.Fatalf("timed_out events per PR: %v, want one for each of %d", per, n)
