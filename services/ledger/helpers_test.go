@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,37 +134,6 @@ func newFixture(t testing.TB) *fixture {
 		logs: logs,
 		log:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-}
-
-// twoLedgers opens one new ledger database file twice, as two ledger
-// processes do: the first handle's database and store, and the second's
-// store.
-func twoLedgers(t testing.TB) (*psqlite.DB, *ledger.Store, *ledger.Store) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "ledger.sqlite")
-	dbA := sqlitetest.OpenFile(t, path, ledgersqlite.Migrations)
-	dbB := sqlitetest.OpenFile(t, path, ledgersqlite.Migrations)
-	return dbA, ledgersqlite.NewStore(dbA), ledgersqlite.NewStore(dbB)
-}
-
-// atOnce runs do on each store in a goroutine of its own, all released at
-// the same moment, and returns their answers in the order of stores.
-func atOnce[T any](stores []*ledger.Store, do func(*ledger.Store) (T, error)) ([]T, []error) {
-	var wg sync.WaitGroup
-	out := make([]T, len(stores))
-	errs := make([]error, len(stores))
-	start := make(chan struct{})
-	for i, s := range stores {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			out[i], errs[i] = do(s)
-		}()
-	}
-	close(start)
-	wg.Wait()
-	return out, errs
 }
 
 // project applies one event in its own transaction, as the runner does.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
@@ -43,7 +44,7 @@ func startConsumer(t *testing.T, b *bus.Bus, path string) *ledger.Store {
 // one. The two ledgers take the messages as they come, in parallel. Once the
 // consumer is drained, every row must be its last run's outcome.
 func TestTwoLedgerConsumersAcrossRuns(t *testing.T) {
-	b := startBus(t)
+	_, b := natstest.Start(t, bus.Config{AckWait: 5 * time.Second})
 	path := filepath.Join(t.TempDir(), "ledger.sqlite")
 	st := startConsumer(t, b, path)
 	startConsumer(t, b, path)
