@@ -104,6 +104,18 @@ func (r *run) happy() []*event.Event {
 	return []*event.Event{r.ev, r.validated(), r.merged(), r.notified(), r.indexed()}
 }
 
+// timedOut is the watchdog's event for st at an attempt of the run.
+func (r *run) timedOut(st contracts.State, cause *event.Event, attempt int) *event.Event {
+	r.t.Helper()
+	e, err := contracts.New("to-"+step.NewID(), contracts.TypeTimedOut, contracts.SourceLedger, r.req.PRID, time.Now(),
+		contracts.TimedOut{Request: r.req, Step: st, LastEventID: cause.ID(), Diagnosis: "stuck"},
+		contracts.Meta{CorrelationID: r.ev.ID(), CausationID: cause.ID(), Attempt: attempt})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return e
+}
+
 // env opens an event as the runner does.
 func env(t testing.TB, e *event.Event) contracts.Envelope {
 	t.Helper()

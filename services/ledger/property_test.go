@@ -11,7 +11,6 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
@@ -57,18 +56,6 @@ func indexOf(s contracts.State) int {
 		}
 	}
 	return -1
-}
-
-// timedOut is the watchdog's event for st at an attempt of the run.
-func (r *run) timedOut(st contracts.State, cause *event.Event, attempt int) *event.Event {
-	r.t.Helper()
-	e, err := contracts.New("to-"+step.NewID(), contracts.TypeTimedOut, contracts.SourceLedger, r.req.PRID, time.Now(),
-		contracts.TimedOut{Request: r.req, Step: st, LastEventID: cause.ID(), Diagnosis: "stuck"},
-		contracts.Meta{CorrelationID: r.ev.ID(), CausationID: cause.ID(), Attempt: attempt})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return e
 }
 
 // retryReplay retries pr as the operator "prop" and returns the replay
