@@ -249,20 +249,16 @@ func TestWatchdogTwoInstancesMoveEachRowOnce(t *testing.T) {
 		f.at(t0, r.ev, r.validated())
 	}
 	f.clock.Set(t0.Add(time.Hour))
-	var wg sync.WaitGroup
+	results, errs := atOnce([]*ledger.Store{a, b}, func(s *ledger.Store) (ledger.TickResult, error) {
+		return f.watchdog(s, wdConfig).Tick(context.Background())
+	})
 	moved := make([]int, 2)
-	for i, s := range []*ledger.Store{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := f.watchdog(s, wdConfig).Tick(context.Background())
-			if err != nil {
-				t.Errorf("watchdog %d: %v", i, err)
-			}
-			moved[i] = res.Moved
-		}()
+	for i, res := range results {
+		if errs[i] != nil {
+			t.Errorf("watchdog %d: %v", i, errs[i])
+		}
+		moved[i] = res.Moved
 	}
-	wg.Wait()
 	if moved[0]+moved[1] != n {
 		t.Fatalf("watchdogs moved %v rows, want %d in all", moved, n)
 	}
