@@ -22,7 +22,6 @@ import (
 	"github.com/prsaga/prsaga/platform/httpx"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
-	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/httpapi"
@@ -89,28 +88,18 @@ func (f *fixture) seed(store *ledger.Store) {
 	at := now
 	proj := &ledger.Projector{Now: func() time.Time { at = at.Add(time.Second); return at }}
 	apply := func(e *event.Event) { project(t, store, proj, e) }
-	follow := func(cause *event.Event, typ, svc string, p any) *event.Event {
-		e, err := contracts.Follow(cause, step.NewID(), typ, svc, now, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
 	for _, pr := range []string{merged, failed, inflight} {
 		r := request(pr)
-		req, err := contracts.NewRequested(step.NewID(), "https://forge.test", now, r, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := requested(t, r)
 		apply(req)
 		switch pr {
 		case merged:
-			apply(follow(req, contracts.TypeMergeValidated, contracts.ServiceValidator, contracts.Validated{Request: r}))
-			apply(follow(req, contracts.TypeMerged, contracts.ServiceMerger, contracts.Merged{Request: r, MergeSHA: mergeSHA}))
-			apply(follow(req, contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: mergeSHA}))
-			apply(follow(req, contracts.TypeIndexed, contracts.ServiceIndexer, contracts.Indexed{Request: r, MergeSHA: mergeSHA}))
+			apply(follow(t, req, contracts.TypeMergeValidated, contracts.ServiceValidator, contracts.Validated{Request: r}))
+			apply(follow(t, req, contracts.TypeMerged, contracts.ServiceMerger, contracts.Merged{Request: r, MergeSHA: mergeSHA}))
+			apply(follow(t, req, contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: mergeSHA}))
+			apply(follow(t, req, contracts.TypeIndexed, contracts.ServiceIndexer, contracts.Indexed{Request: r, MergeSHA: mergeSHA}))
 		case failed:
-			apply(follow(req, contracts.TypeStepFailed, contracts.ServiceValidator,
+			apply(follow(t, req, contracts.TypeStepFailed, contracts.ServiceValidator,
 				contracts.StepFailed{Request: r, Step: contracts.StateValidating, Code: contracts.CodeChecksFailed, Reason: "ci is red"}))
 		}
 	}

@@ -33,3 +33,23 @@ func project(tb testing.TB, store *ledger.Store, proj *ledger.Projector, e *even
 		tb.Fatal(err)
 	}
 }
+
+// requested is the requested event of r, made at now.
+func requested(tb testing.TB, r contracts.Request) *event.Event {
+	tb.Helper()
+	e, err := contracts.NewRequested(step.NewID(), "https://forge.test", now, r, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+// follow is svc's event of typ caused by cause, made at now.
+func follow(tb testing.TB, cause *event.Event, typ, svc string, p any) *event.Event {
+	tb.Helper()
+	e, err := contracts.Follow(cause, step.NewID(), typ, svc, now, p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}

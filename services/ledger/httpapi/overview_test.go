@@ -10,7 +10,6 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
@@ -81,22 +80,12 @@ func TestSagaPage(t *testing.T) {
 	f := newFixture(t, nil)
 	const pr = "acme/hooks#5"
 	r := request(pr)
-	req, err := contracts.NewRequested(step.NewID(), "https://forge.test", now, r, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	follow := func(cause *event.Event, typ, svc string, p any) *event.Event {
-		e, err := contracts.Follow(cause, step.NewID(), typ, svc, now, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
+	req := requested(t, r)
 	f.project(now,
 		req,
-		follow(req, contracts.TypeMergeValidated, contracts.ServiceValidator, contracts.Validated{Request: r}),
-		follow(req, contracts.TypeMerged, contracts.ServiceMerger, contracts.Merged{Request: r, MergeSHA: mergeSHA, AlreadyMerged: true}),
-		follow(req, contracts.TypeStepFailed, contracts.ServiceNotifier, contracts.StepFailed{Request: r, Step: contracts.StateNotifying,
+		follow(t, req, contracts.TypeMergeValidated, contracts.ServiceValidator, contracts.Validated{Request: r}),
+		follow(t, req, contracts.TypeMerged, contracts.ServiceMerger, contracts.Merged{Request: r, MergeSHA: mergeSHA, AlreadyMerged: true}),
+		follow(t, req, contracts.TypeStepFailed, contracts.ServiceNotifier, contracts.StepFailed{Request: r, Step: contracts.StateNotifying,
 			Code: contracts.CodeWebhookFailed, Retryable: true, Reason: "webhook delivery failed for 1 of 2 watchers: w-down (HTTP 503)"}))
 	f.clock.Add(time.Minute)
 	path := "/sagas/" + url.PathEscape(pr)
@@ -123,9 +112,9 @@ func TestSagaPage(t *testing.T) {
 		t.Fatalf("retry = %d", code)
 	}
 	f.project(now.Add(time.Minute),
-		follow(req, contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: mergeSHA,
+		follow(t, req, contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: mergeSHA,
 			Deliveries: []contracts.Delivery{{WatcherID: "w-down", Status: "delivered", Attempts: 2}, {WatcherID: "w-up", Status: "delivered", Attempts: 1}}}),
-		follow(req, contracts.TypeIndexed, contracts.ServiceIndexer, contracts.Indexed{Request: r, MergeSHA: mergeSHA}))
+		follow(t, req, contracts.TypeIndexed, contracts.ServiceIndexer, contracts.Indexed{Request: r, MergeSHA: mergeSHA}))
 	f.clock.Add(time.Minute)
 	_, b = f.do("GET", path, nil)
 	page = string(b)
