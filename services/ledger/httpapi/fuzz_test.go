@@ -18,7 +18,6 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
-	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
@@ -49,23 +48,14 @@ func newFuzzLedger(f *testing.F) *fuzzLedger {
 	apply := func(e *eventT) { project(f, store, proj, e) }
 	for _, pr := range []string{failed, merged} {
 		r := request(pr)
-		req, err := contracts.NewRequested(step.NewID(), "https://forge.test", now, r, "")
-		if err != nil {
-			f.Fatal(err)
-		}
+		req := requested(f, r)
 		apply(req)
-		var next *eventT
 		if pr == failed {
-			next, err = contracts.Follow(req, step.NewID(), contracts.TypeStepFailed, contracts.ServiceValidator,
-				now, contracts.StepFailed{Request: r, Step: contracts.StateValidating, Code: contracts.CodeChecksFailed, Reason: "red", Retryable: true})
+			apply(follow(f, req, contracts.TypeStepFailed, contracts.ServiceValidator,
+				contracts.StepFailed{Request: r, Step: contracts.StateValidating, Code: contracts.CodeChecksFailed, Reason: "red", Retryable: true}))
 		} else {
-			next, err = contracts.Follow(req, step.NewID(), contracts.TypeIndexed, contracts.ServiceIndexer,
-				now, contracts.Indexed{Request: r, MergeSHA: mergeSHA})
+			apply(follow(f, req, contracts.TypeIndexed, contracts.ServiceIndexer, contracts.Indexed{Request: r, MergeSHA: mergeSHA}))
 		}
-		if err != nil {
-			f.Fatal(err)
-		}
-		apply(next)
 	}
 	l := &fuzzLedger{db: db, mux: mux}
 	l.drainOutbox(f)
