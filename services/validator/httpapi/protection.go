@@ -23,14 +23,7 @@ type protectionOut struct {
 }
 
 func repoBranch(r *http.Request) (repo, branch string, err error) {
-	if repo, err = repoOf(r); err != nil {
-		return "", "", err
-	}
-	branch = r.PathValue("branch")
-	if err := contracts.ValidateBranch("branch", branch); err != nil {
-		return "", "", httpx.Errorf(http.StatusBadRequest, "%s", err)
-	}
-	return repo, branch, nil
+	return repoAnd(r, "branch", contracts.ValidateBranch)
 }
 
 func (a *API) putProtection(w http.ResponseWriter, r *http.Request) {

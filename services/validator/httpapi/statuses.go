@@ -30,14 +30,7 @@ type combined struct {
 }
 
 func repoSHA(r *http.Request) (repo, sha string, err error) {
-	if repo, err = repoOf(r); err != nil {
-		return "", "", err
-	}
-	sha = r.PathValue("sha")
-	if err := contracts.ValidateSHA("sha", sha); err != nil {
-		return "", "", httpx.Errorf(http.StatusBadRequest, "%s", err)
-	}
-	return repo, sha, nil
+	return repoAnd(r, "sha", contracts.ValidateSHA)
 }
 
 func (a *API) postStatus(w http.ResponseWriter, r *http.Request) {
