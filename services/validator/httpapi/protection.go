@@ -27,14 +27,9 @@ func repoBranch(r *http.Request) (repo, branch string, err error) {
 }
 
 func (a *API) putProtection(w http.ResponseWriter, r *http.Request) {
-	repo, branch, err := repoBranch(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	var in protectionIn
-	if err := httpx.DecodeJSON(w, r, &in); err != nil {
-		a.fail(w, r, err)
+	repo, branch, ok := a.decodeWrite(w, r, repoBranch, &in)
+	if !ok {
 		return
 	}
 	if in.RequiredContexts == nil {

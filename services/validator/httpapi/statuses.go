@@ -34,14 +34,9 @@ func repoSHA(r *http.Request) (repo, sha string, err error) {
 }
 
 func (a *API) postStatus(w http.ResponseWriter, r *http.Request) {
-	repo, sha, err := repoSHA(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	var in statusIn
-	if err := httpx.DecodeJSON(w, r, &in); err != nil {
-		a.fail(w, r, err)
+	repo, sha, ok := a.decodeWrite(w, r, repoSHA, &in)
+	if !ok {
 		return
 	}
 	st := validator.Status{Context: in.Context, State: in.State, Description: in.Description}
@@ -49,7 +44,7 @@ func (a *API) postStatus(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, httpx.Errorf(http.StatusBadRequest, "%s", err))
 		return
 	}
-	st, err = a.Store.SetStatus(r.Context(), repo, sha, st)
+	st, err := a.Store.SetStatus(r.Context(), repo, sha, st)
 	if err != nil {
 		a.fail(w, r, err)
 		return
