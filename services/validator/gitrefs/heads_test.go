@@ -62,9 +62,7 @@ func TestHeadMissing(t *testing.T) {
 	repo := gittest.NewBare(t, dir, "acme/widgets")
 	repo.Commit("main", "first")
 	repo.Commit("a/b", "nested")
-	if err := os.MkdirAll(filepath.Join(dir, "acme", "notarepo.git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirAll(t, filepath.Join(dir, "acme", "notarepo.git"))
 	h := gitrefs.New(dir)
 	headFails(t, h, validator.ErrNotFound, []headCase{
 		{"no such repository", "acme/gadgets", "main"},
@@ -89,9 +87,7 @@ func TestHeadRefusesBadIDs(t *testing.T) {
 	outside := gittest.NewBare(t, base, "evil/repo")
 	outside.Commit("main", "outside")
 	dir := filepath.Join(base, "repos")
-	if err := os.MkdirAll(filepath.Join(dir, "acme"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirAll(t, filepath.Join(dir, "acme"))
 	inside := gittest.NewBare(t, dir, "acme/widgets")
 	inside.Commit("main", "inside")
 	// A symlink inside the repos dir pointing out of it.
@@ -128,5 +124,12 @@ func headFails(t *testing.T, h *gitrefs.Heads, want error, cases []headCase) {
 				t.Errorf("Head(%q, %q) = %q, %v; want an error matching %v", tc.repo, tc.branch, sha, err, want)
 			}
 		})
+	}
+}
+
+func mkdirAll(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
