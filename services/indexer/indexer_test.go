@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/prsaga/prsaga/platform/store"
 	"log/slog"
 	"strings"
 	"sync"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
-	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/indexer"
 )
 
@@ -93,18 +90,8 @@ func handle(t *testing.T, x *indexer.Indexer, ctx context.Context) (*contracts.E
 		}
 		return nil, buf.String(), err
 	}
-	db := sqlitetest.Open(t)
-	if err := db.Update(context.Background(), func(tx store.Tx) error { return commit(tx) }); err != nil {
-		t.Fatal(err)
-	}
-	evs := emitted.Read(t, db)
-	if len(evs) != 1 {
-		t.Fatalf("outbox = %d rows; want the one answer", len(evs))
-	}
-	env, e := evs[0].Env, evs[0].Env.Event
-	if err := env.ValidatePayload(); err != nil {
-		t.Errorf("answer does not validate: %v", err)
-	}
+	env := answerOf(t, commit)
+	e := env.Event
 	if env.Meta.CorrelationID != "run1" || env.Meta.CausationID != "run1.n" || env.Meta.Attempt != 2 || e.Source() != "/prsaga/indexer" {
 		t.Errorf("answer meta = %+v from %s; want run1, caused by run1.n, attempt 2, from /prsaga/indexer", env.Meta, e.Source())
 	}

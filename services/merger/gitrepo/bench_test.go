@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
 
@@ -34,9 +35,7 @@ import (
 // The repositories are built once per run, with git fast-import, in a temp
 // dir; PERFORMANCE.md has the figures.
 func BenchmarkMerge(b *testing.B) {
-	if _, err := exec.LookPath("git"); err != nil {
-		b.Skip("git not installed")
-	}
+	gittest.Need(b)
 	const files = 2000
 	for _, history := range []int{500, 5000} {
 		root := b.TempDir()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
 )
 
@@ -468,9 +469,7 @@ type corpusStats struct {
 func (s corpusStats) agree() int { return s.same + s.bothConflict }
 
 func TestMergeCorpus(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
+	gittest.Need(t)
 	files, err := sources()
 	if err != nil {
 		t.Skipf("no Go sources to build the corpus from: %v", err)

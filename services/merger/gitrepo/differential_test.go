@@ -136,6 +136,26 @@ func buildScenarios(f *fixture, scs []scenario) map[string]string {
 }
 
 // treeOf reads a commit's tree with go-git (no git process per case).
+// mergeAgainstGit merges req with Merge and holds a clean merge to git's
+// outcome for the same commits (gitTree, gitClean): git merges too, to the
+// same tree, as git itself reads it. It reports whether Merge merged, or
+// else its conflict's reason; any other error ends the test.
+func (f *fixture) mergeAgainstGit(name string, req MergeRequest, gitTree string, gitClean bool) (merged bool, reason string) {
+	f.t.Helper()
+	res, err := f.repo.Merge(context.Background(), req)
+	if err == nil {
+		if tree := f.rev(res.MergeSHA + "^{tree}"); !gitClean || tree != gitTree {
+			f.t.Errorf("%s: merged to %s; git %s (clean %v)", name, tree, gitTree, gitClean)
+		}
+		return true, ""
+	}
+	reason, isConflict := IsConflict(err)
+	if !isConflict {
+		f.t.Fatalf("%s: %v", name, err)
+	}
+	return false, reason
+}
+
 func (f *fixture) treeOf(sha string) string {
 	f.t.Helper()
 	c, err := f.repo.store.Commit(plumbing.NewHash(sha))

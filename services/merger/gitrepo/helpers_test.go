@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/platform/gittest"
 )
 
 // The tests work on real bare repositories made by the git command, and
@@ -33,9 +35,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
+	gittest.Need(t)
 	f := &fixture{t: t, root: t.TempDir()}
 	home := t.TempDir()
 	f.env = append(os.Environ(),

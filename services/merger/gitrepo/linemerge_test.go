@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/engine"
 )
 
@@ -101,9 +102,7 @@ func gitMergeFile(t *testing.T, base, ours, theirs string) (string, bool) {
 // mergeLines must agree with `git merge-file` (which runs the same merge
 // over its own diff) on every case: clean or not, and the merged text.
 func TestMergeLinesMatchesGitMergeFile(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
+	gittest.Need(t)
 	n := 300
 	if testing.Short() {
 		n = 60

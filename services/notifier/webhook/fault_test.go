@@ -14,18 +14,7 @@ func TestMidDeliveryFaultRepeatsTheSameDelivery(t *testing.T) {
 	defer fault.Arm(fault.Rule{Point: fault.MidDelivery, Action: fault.Error})()
 	rc := newReceiver(t, status(200))
 	n, err := send(t, newSender(t, Config{AllowPrivate: true}), rc.url(), "d-mid")
-	if err != nil || n != 2 {
-		t.Fatalf("Send = %d, %v; want 2 attempts, nil", n, err)
-	}
-	reqs := rc.requests()
-	if len(reqs) != 2 {
-		t.Fatalf("receiver saw %d requests, want 2", len(reqs))
-	}
-	for i, r := range reqs {
-		if got := r.header.Get(HeaderDelivery); got != "d-mid" || !r.verified {
-			t.Errorf("request %d: delivery %q verified=%v, want d-mid, signed", i, got, r.verified)
-		}
-	}
+	sameDelivery(t, rc, n, err, 2, "d-mid")
 }
 
 // The waits between attempts go through backoff.Jitter: never shorter than

@@ -102,6 +102,25 @@ func send(t *testing.T, s *Sender, url, deliveryID string) (int, error) {
 }
 
 // checkNoSecret fails if err quotes the secret parts of hookPath.
+// sameDelivery checks that a Send which answered n, err succeeded after
+// attempts tries, and that the receiver saw each of them signed and under
+// the one delivery id.
+func sameDelivery(t *testing.T, rc *receiver, n int, err error, attempts int, delivery string) {
+	t.Helper()
+	if err != nil || n != attempts {
+		t.Fatalf("Send = %d, %v; want %d attempts, nil", n, err, attempts)
+	}
+	reqs := rc.requests()
+	if len(reqs) != attempts {
+		t.Fatalf("receiver saw %d requests, want %d", len(reqs), attempts)
+	}
+	for i, r := range reqs {
+		if got := r.header.Get(HeaderDelivery); got != delivery || !r.verified {
+			t.Errorf("attempt %d: delivery %q verified=%v, want %s, signed", i, got, r.verified, delivery)
+		}
+	}
+}
+
 func checkNoSecret(t *testing.T, err error) {
 	t.Helper()
 	if err == nil {
@@ -156,18 +175,7 @@ func TestSendRetriesServerErrors(t *testing.T) {
 	rc := newReceiver(t, status(500, 500, 200))
 	s := newSender(t, Config{AllowPrivate: true})
 	n, err := send(t, s, rc.url(), "d1")
-	if err != nil || n != 3 {
-		t.Fatalf("Send = %d, %v; want 3, nil", n, err)
-	}
-	reqs := rc.requests()
-	if len(reqs) != 3 {
-		t.Fatalf("receiver saw %d requests, want 3", len(reqs))
-	}
-	for i, r := range reqs {
-		if !r.verified || r.header.Get(HeaderDelivery) != "d1" {
-			t.Errorf("retry %d: verified=%v delivery=%q, want a signed body and the same delivery id", i, r.verified, r.header.Get(HeaderDelivery))
-		}
-	}
+	sameDelivery(t, rc, n, err, 3, "d1")
 }
 
 func TestSendStatuses(t *testing.T) {

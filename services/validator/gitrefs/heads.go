@@ -1,16 +1,14 @@
 package gitrefs
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"strings"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/gitrefs"
 	"github.com/prsaga/prsaga/platform/repopath"
 	"github.com/prsaga/prsaga/services/validator"
 )
@@ -55,11 +53,10 @@ func (h *Heads) Head(repo, branch string) (string, error) {
 		return "", fmt.Errorf("repository %s: %w", repo, err)
 	}
 	defer root.Close()
-	gitDir := "."
-	if _, err := root.Stat(path.Join(gitDir, "reftable")); err == nil {
+	if _, err := root.Stat("reftable"); err == nil {
 		return "", fmt.Errorf("repository %s uses the reftable ref format, which is not supported", repo)
 	}
-	sha, err := resolve(root, gitDir, "refs/heads/"+branch, 0)
+	sha, err := resolve(root.FS(), "refs/heads/"+branch, 0)
 	if errors.Is(err, errNoRef) {
 		return "", fmt.Errorf("branch %s of repository %s: %w", branch, repo, validator.ErrNotFound)
 	}
@@ -71,69 +68,44 @@ func (h *Heads) Head(repo, branch string) (string, error) {
 
 var errNoRef = errors.New("no such ref")
 
-// resolve reads ref the way git's files backend does: the loose file
-// <gitDir>/<ref> first, then packed-refs. A loose ref is replaced by rename
-// and pack-refs writes packed-refs before it deletes loose files, so reading
-// loose-then-packed always sees a value the ref really had. Symbolic refs
-// ("ref: refs/...") are followed.
-func resolve(root *os.Root, gitDir, ref string, depth int) (string, error) {
+// resolve reads ref the way git's files backend does (platform/gitrefs:
+// the loose file first, then packed-refs), following symbolic refs ("ref:
+// refs/...").
+func resolve(fsys fs.FS, ref string, depth int) (string, error) {
 	if depth > maxSymrefDepth {
 		return "", fmt.Errorf("ref %s: symbolic refs nested too deeply", ref)
 	}
-	b, err := root.ReadFile(path.Join(gitDir, ref))
-	switch {
-	case err == nil:
+	b, ok, err := gitrefs.Loose(fsys, ref)
+	if err != nil {
+		return "", err
+	}
+	if ok {
 		v := strings.TrimSpace(string(b))
 		if target, ok := strings.CutPrefix(v, "ref:"); ok {
 			target = strings.TrimSpace(target)
 			if !strings.HasPrefix(target, "refs/") || strings.Contains(target, "..") {
 				return "", fmt.Errorf("ref %s: symbolic ref to %q outside refs/", ref, clip(target))
 			}
-			return resolve(root, gitDir, target, depth+1)
+			return resolve(fsys, target, depth+1)
 		}
 		if err := contracts.ValidateSHA("ref "+ref, v); err != nil {
 			return "", err
 		}
 		return v, nil
-	case errors.Is(err, fs.ErrNotExist), isDir(err), isNotDir(err):
-		// A directory is a ref prefix ("a" when "a/b" exists), not a ref.
-	default:
-		return "", err
 	}
-	return packed(root, gitDir, ref)
-}
-
-// packed looks ref up in packed-refs ("<sha> <ref>" lines; "#" header and
-// "^<sha>" peeled lines skipped).
-func packed(root *os.Root, gitDir, ref string) (string, error) {
-	f, err := root.Open(path.Join(gitDir, "packed-refs"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", errNoRef
-	}
+	// A line whose sha field is not 40 characters is no "<sha> <ref>" line:
+	// it is passed over, as if the ref were missing.
+	sha, ok, err := gitrefs.Packed(fsys, ref)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<10)
-	want := []byte(" " + ref)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) == 0 || line[0] == '#' || line[0] == '^' {
-			continue
-		}
-		if bytes.HasSuffix(line, want) && len(line) == 40+len(want) {
-			sha := string(line[:40])
-			if err := contracts.ValidateSHA("packed ref "+ref, sha); err != nil {
-				return "", err
-			}
-			return sha, nil
-		}
+	if !ok || len(sha) != 40 {
+		return "", errNoRef
 	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read packed-refs: %w", err)
+	if err := contracts.ValidateSHA("packed ref "+ref, sha); err != nil {
+		return "", err
 	}
-	return "", errNoRef
+	return sha, nil
 }
 
 func clip(s string) string {

@@ -62,25 +62,16 @@ func TestHeadMissing(t *testing.T) {
 	repo := gittest.NewBare(t, dir, "acme/widgets")
 	repo.Commit("main", "first")
 	repo.Commit("a/b", "nested")
-	if err := os.MkdirAll(filepath.Join(dir, "acme", "notarepo.git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirAll(t, filepath.Join(dir, "acme", "notarepo.git"))
 	h := gitrefs.New(dir)
-	for _, tc := range []struct{ name, repo, branch string }{
+	headFails(t, h, validator.ErrNotFound, []headCase{
 		{"no such repository", "acme/gadgets", "main"},
 		{"no such owner", "nobody/widgets", "main"},
 		{"directory that is not a repository", "acme/notarepo", "main"},
 		{"no such branch", "acme/widgets", "nope"},
 		{"branch that is only a prefix of a ref", "acme/widgets", "a"},
 		{"branch below a ref", "acme/widgets", "main/sub"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sha, err := h.Head(tc.repo, tc.branch)
-			if !errors.Is(err, validator.ErrNotFound) {
-				t.Errorf("Head(%s, %s) = %q, %v; want an error matching ErrNotFound", tc.repo, tc.branch, sha, err)
-			}
-		})
-	}
+	})
 	repo.PackRefs()
 	if _, err := h.Head("acme/widgets", "nope"); !errors.Is(err, validator.ErrNotFound) {
 		t.Errorf("Head(nope) with packed refs: err = %v, want ErrNotFound", err)
@@ -96,9 +87,7 @@ func TestHeadRefusesBadIDs(t *testing.T) {
 	outside := gittest.NewBare(t, base, "evil/repo")
 	outside.Commit("main", "outside")
 	dir := filepath.Join(base, "repos")
-	if err := os.MkdirAll(filepath.Join(dir, "acme"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirAll(t, filepath.Join(dir, "acme"))
 	inside := gittest.NewBare(t, dir, "acme/widgets")
 	inside.Commit("main", "inside")
 	// A symlink inside the repos dir pointing out of it.
@@ -106,7 +95,7 @@ func TestHeadRefusesBadIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := gitrefs.New(dir)
-	for _, tc := range []struct{ name, repo, branch string }{
+	headFails(t, h, contracts.ErrInvalid, []headCase{
 		{"dot-dot owner", "../evil/repo", "main"},
 		{"dot-dot name", "acme/../../evil/repo", "main"},
 		{"dot-dot part", "../evil", "main"},
@@ -115,20 +104,32 @@ func TestHeadRefusesBadIDs(t *testing.T) {
 		{"branch escaping refs", "acme/widgets", "../../../../evil/repo.git/refs/heads/main"},
 		{"branch dot component", "acme/widgets", "a/.hidden"},
 		{"branch HEAD", "acme/widgets", "HEAD"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sha, err := h.Head(tc.repo, tc.branch)
-			if err == nil {
-				t.Fatalf("Head(%q, %q) = %q, nil; want a refusal", tc.repo, tc.branch, sha)
-			}
-			if !errors.Is(err, contracts.ErrInvalid) {
-				t.Errorf("Head(%q, %q) err = %v; want a validation error (ErrInvalid)", tc.repo, tc.branch, err)
-			}
-		})
-	}
+	})
 	// A valid id that reaches outside through a symlink is refused too.
 	sha, err := h.Head("link/repo", "main")
 	if err == nil {
 		t.Errorf("Head(link/repo) through a symlink out of the repos dir = %q, nil; want an error", sha)
+	}
+}
+
+type headCase struct{ name, repo, branch string }
+
+// headFails checks that Head refuses every case with an error matching want.
+func headFails(t *testing.T, h *gitrefs.Heads, want error, cases []headCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sha, err := h.Head(tc.repo, tc.branch)
+			if !errors.Is(err, want) {
+				t.Errorf("Head(%q, %q) = %q, %v; want an error matching %v", tc.repo, tc.branch, sha, err, want)
+			}
+		})
+	}
+}
+
+func mkdirAll(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -62,6 +62,33 @@ func repoOf(r *http.Request) (string, error) {
 	return repo, nil
 }
 
+// repoAnd returns the request's repository and its path value key, checked
+// by validate (a bad one is the client's error, 400).
+func repoAnd(r *http.Request, key string, validate func(field, v string) error) (repo, v string, err error) {
+	if repo, err = repoOf(r); err != nil {
+		return "", "", err
+	}
+	v = r.PathValue(key)
+	if err := validate(key, v); err != nil {
+		return "", "", httpx.Errorf(http.StatusBadRequest, "%s", err)
+	}
+	return repo, v, nil
+}
+
+// decodeWrite checks a write's path values with ids, then decodes its JSON
+// body into in; ok is false when the error has been answered.
+func (a *API) decodeWrite(w http.ResponseWriter, r *http.Request, ids func(*http.Request) (string, string, error), in any) (repo, id string, ok bool) {
+	repo, id, err := ids(r)
+	if err == nil {
+		err = httpx.DecodeJSON(w, r, in)
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return "", "", false
+	}
+	return repo, id, true
+}
+
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var e *httpx.Error
 	if !errors.As(err, &e) && a.Log != nil {

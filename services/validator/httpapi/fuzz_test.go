@@ -63,11 +63,30 @@ func serve(t *testing.T, mux *http.ServeMux, method, target, contentType string,
 	return code, out, true
 }
 
+// fuzzWrite fuzzes a write route: f is seeded with (repo, id, content
+// type, body) cases, each input goes as method to the repo's route+id, and
+// check runs on every write the route accepted (answered want).
+func fuzzWrite(f *testing.F, method, route string, want int, seeds [][4]string, check func(t *testing.T, mux *http.ServeMux, target string, body []byte, out map[string]any)) {
+	f.Helper()
+	for _, s := range seeds {
+		f.Add(s[0], s[1], s[2], []byte(s[3]))
+	}
+	mux := fuzzMux(f)
+	f.Fuzz(func(t *testing.T, repo, id, contentType string, body []byte) {
+		target := "/api/v1/repos/" + repo + route + id
+		code, out, ok := serve(t, mux, method, target, contentType, body)
+		if !ok || code != want {
+			return
+		}
+		check(t, mux, target, body, out)
+	})
+}
+
 // FuzzPostStatus posts a commit status: an accepted post names a valid
 // repo and sha, stores exactly what Status.Validate allows, and is what a
 // GET of the same commit then shows.
 func FuzzPostStatus(f *testing.F) {
-	for _, s := range []struct{ repo, sha, ct, body string }{
+	fuzzWrite(f, http.MethodPost, "/statuses/", http.StatusCreated, [][4]string{
 		{"acme/widgets", sha, "application/json", `{"context":"ci","state":"success","description":"ok"}`},
 		{"acme/widgets", sha, "", `{"context":"ci/build: linux","state":"pending"}`},
 		{"acme/widgets", sha, "text/plain", `{"context":"ci","state":"success"}`},
@@ -82,16 +101,7 @@ func FuzzPostStatus(f *testing.F) {
 		{"acme/widgets", "ABCDEF0123456789ABCDEF0123456789ABCDEF01", "application/json", `{"context":"ci","state":"success"}`},
 		{"acme/widgets", "HEAD", "application/json", `{"context":"ci","state":"success"}`},
 		{"acme/widgets", sha, "application/json", "{\"context\":\"ci\",\"state\":\"success\",\"description\":\"\xff\"}"},
-	} {
-		f.Add(s.repo, s.sha, s.ct, []byte(s.body))
-	}
-	mux := fuzzMux(f)
-	f.Fuzz(func(t *testing.T, repo, commit, contentType string, body []byte) {
-		target := "/api/v1/repos/" + repo + "/statuses/" + commit
-		code, out, ok := serve(t, mux, http.MethodPost, target, contentType, body)
-		if !ok || code != http.StatusCreated {
-			return
-		}
+	}, func(t *testing.T, mux *http.ServeMux, target string, body []byte, out map[string]any) {
 		var in struct{ Context, State, Description string }
 		if err := json.Unmarshal(body, &in); err != nil {
 			t.Fatalf("POST %q accepted a body that is not JSON: %q", target, body)
@@ -120,7 +130,7 @@ func FuzzPostStatus(f *testing.F) {
 // FuzzPutProtection replaces a branch's required contexts: an accepted put
 // names a valid repo and branch, and GET answers the same list.
 func FuzzPutProtection(f *testing.F) {
-	for _, s := range []struct{ repo, branch, ct, body string }{
+	fuzzWrite(f, http.MethodPut, "/protection/", http.StatusOK, [][4]string{
 		{"acme/widgets", "main", "application/json", `{"required_contexts":["ci","lint"]}`},
 		{"acme/widgets", "release/1.x", "", `{"required_contexts":[]}`},
 		{"acme/widgets", "main", "application/json", `{"required_contexts":null}`},
@@ -131,16 +141,7 @@ func FuzzPutProtection(f *testing.F) {
 		{"acme/widgets", "a%00b", "application/json", `{"required_contexts":[]}`},
 		{"acme/widgets", "-x", "application/json", `{"required_contexts":[]}`},
 		{"acme/widgets", "main", "application/xml", `<x/>`},
-	} {
-		f.Add(s.repo, s.branch, s.ct, []byte(s.body))
-	}
-	mux := fuzzMux(f)
-	f.Fuzz(func(t *testing.T, repo, branch, contentType string, body []byte) {
-		target := "/api/v1/repos/" + repo + "/protection/" + branch
-		code, out, ok := serve(t, mux, http.MethodPut, target, contentType, body)
-		if !ok || code != http.StatusOK {
-			return
-		}
+	}, func(t *testing.T, mux *http.ServeMux, target string, body []byte, out map[string]any) {
 		var in struct {
 			Required []string `json:"required_contexts"`
 		}

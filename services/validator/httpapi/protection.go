@@ -23,25 +23,13 @@ type protectionOut struct {
 }
 
 func repoBranch(r *http.Request) (repo, branch string, err error) {
-	if repo, err = repoOf(r); err != nil {
-		return "", "", err
-	}
-	branch = r.PathValue("branch")
-	if err := contracts.ValidateBranch("branch", branch); err != nil {
-		return "", "", httpx.Errorf(http.StatusBadRequest, "%s", err)
-	}
-	return repo, branch, nil
+	return repoAnd(r, "branch", contracts.ValidateBranch)
 }
 
 func (a *API) putProtection(w http.ResponseWriter, r *http.Request) {
-	repo, branch, err := repoBranch(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	var in protectionIn
-	if err := httpx.DecodeJSON(w, r, &in); err != nil {
-		a.fail(w, r, err)
+	repo, branch, ok := a.decodeWrite(w, r, repoBranch, &in)
+	if !ok {
 		return
 	}
 	if in.RequiredContexts == nil {

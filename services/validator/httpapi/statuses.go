@@ -30,25 +30,13 @@ type combined struct {
 }
 
 func repoSHA(r *http.Request) (repo, sha string, err error) {
-	if repo, err = repoOf(r); err != nil {
-		return "", "", err
-	}
-	sha = r.PathValue("sha")
-	if err := contracts.ValidateSHA("sha", sha); err != nil {
-		return "", "", httpx.Errorf(http.StatusBadRequest, "%s", err)
-	}
-	return repo, sha, nil
+	return repoAnd(r, "sha", contracts.ValidateSHA)
 }
 
 func (a *API) postStatus(w http.ResponseWriter, r *http.Request) {
-	repo, sha, err := repoSHA(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	var in statusIn
-	if err := httpx.DecodeJSON(w, r, &in); err != nil {
-		a.fail(w, r, err)
+	repo, sha, ok := a.decodeWrite(w, r, repoSHA, &in)
+	if !ok {
 		return
 	}
 	st := validator.Status{Context: in.Context, State: in.State, Description: in.Description}
@@ -56,7 +44,7 @@ func (a *API) postStatus(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, httpx.Errorf(http.StatusBadRequest, "%s", err))
 		return
 	}
-	st, err = a.Store.SetStatus(r.Context(), repo, sha, st)
+	st, err := a.Store.SetStatus(r.Context(), repo, sha, st)
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/validator"
@@ -24,8 +26,26 @@ func pr(n int, source, target, head string) contracts.Request {
 // send publishes a client's request and returns its id (the run).
 func (h *harness) send(r contracts.Request) string {
 	h.t.Helper()
+	return h.emit(func(id string) (*event.Event, error) {
+		return contracts.NewRequested(id, "https://forge.example/test", time.Now(), r, "")
+	})
+}
+
+// retry publishes the ledger's replay of run's request at attempt and
+// returns the replayed event's id.
+func (h *harness) retry(r contracts.Request, run string, attempt int) string {
+	h.t.Helper()
+	return h.emit(func(id string) (*event.Event, error) {
+		return contracts.New(id, contracts.TypeMergeRequested, contracts.SourceLedger, r.PRID, time.Now(), r,
+			contracts.Meta{CorrelationID: run, Attempt: attempt, ReplayOf: run})
+	})
+}
+
+// emit builds an event under a new id, publishes it and returns the id.
+func (h *harness) emit(build func(id string) (*event.Event, error)) string {
+	h.t.Helper()
 	id := step.NewID()
-	e, err := contracts.NewRequested(id, "https://forge.example/test", time.Now(), r, "")
+	e, err := build(id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -33,18 +53,16 @@ func (h *harness) send(r contracts.Request) string {
 	return id
 }
 
-// retry publishes the ledger's replay of run's request at attempt and
-// returns the replayed event's id.
-func (h *harness) retry(r contracts.Request, run string, attempt int) string {
-	h.t.Helper()
-	id := step.NewID()
-	e, err := contracts.New(id, contracts.TypeMergeRequested, contracts.SourceLedger, r.PRID, time.Now(), r,
-		contracts.Meta{CorrelationID: run, Attempt: attempt, ReplayOf: run})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.publish(e)
-	return id
+// startGreenPR starts a validator whose repository has main and, on top of
+// it, branch with one commit (msg) that passes the required check "ci"; it
+// returns PR n's request to merge branch into main.
+func startGreenPR(t *testing.T, n int, branch, msg string) (*harness, contracts.Request) {
+	t.Helper()
+	h := startValidator(t)
+	h.repo.Commit("main", "base")
+	head := h.repo.Commit(branch, msg)
+	h.postStatus(head, "ci", "success")
+	return h, pr(n, branch, "main", head)
 }
 
 // conflictThenNewRun publishes run's step_failed(MERGING, conflict) at
@@ -139,11 +157,8 @@ func TestEveryRefusalCode(t *testing.T) {
 // failure never does); after such a failure a new request starts a new run
 // and validates.
 func TestLockAcrossRuns(t *testing.T) {
-	h := startValidator(t)
-	h.repo.Commit("main", "base")
-	head := h.repo.Commit("feature/lock", "lock 1")
-	h.postStatus(head, "ci", "success")
-	req := pr(80, "feature/lock", "main", head)
+	h, req := startGreenPR(t, 80, "feature/lock", "lock 1")
+	head := req.HeadSHA
 
 	a := h.send(req)
 	va := h.out.validated(a)

@@ -18,11 +18,7 @@ import (
 // attempt 2, which is merging: a new request is refused, until attempt 2's
 // own failure releases the lock.
 func TestLockFollowsRetryAtMerging(t *testing.T) {
-	h := startValidator(t)
-	h.repo.Commit("main", "base")
-	head := h.repo.Commit("feature/slow", "slow")
-	h.postStatus(head, "ci", "success")
-	req := pr(84, "feature/slow", "main", head)
+	h, req := startGreenPR(t, 84, "feature/slow", "slow")
 
 	a := h.send(req)
 	va := h.out.validated(a)

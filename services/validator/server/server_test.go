@@ -407,13 +407,10 @@ func TestNewRefusesBadOptions(t *testing.T) {
 // Concurrent runs of one PR: the lock's read-then-write in one SQLite
 // transaction lets exactly one of them validate.
 func TestConcurrentRunsOneWins(t *testing.T) {
-	h := startValidator(t)
-	h.repo.Commit("main", "base")
-	head := h.repo.Commit("feature/race", "race")
-	h.postStatus(head, "ci", "success")
+	h, req := startGreenPR(t, 7, "feature/race", "race")
 	var runs []string
 	for range 6 {
-		runs = append(runs, h.request(7, "feature/race", "main", head, "merge"))
+		runs = append(runs, h.request(7, "feature/race", "main", req.HeadSHA, "merge"))
 	}
 	var winners []string
 	for _, r := range runs {

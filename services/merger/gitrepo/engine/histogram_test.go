@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/prsaga/prsaga/platform/gittest"
 )
 
 // TestHistogramDiffMatchesGit holds the alignment (histogram diff, then
@@ -18,9 +20,7 @@ import (
 // repeated "}", blank lines, "return nil". Every changed line must be the
 // one git marks. GITREPO_HISTOGRAM_CASES=N runs more.
 func TestHistogramDiffMatchesGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
+	gittest.Need(t)
 	n := 400
 	if v, err := strconv.Atoi(os.Getenv("GITREPO_HISTOGRAM_CASES")); err == nil {
 		n = v

@@ -1,17 +1,15 @@
 package gitobj
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/prsaga/prsaga/platform/gitrefs"
 )
 
 // Refs are read here, and written by package reflock, by hand, the way
@@ -33,22 +31,24 @@ func LoosePath(gitDir, branch string) string {
 // a packed one). ErrBranchNotFound if neither exists.
 func ReadRef(gitDir, branch string) (plumbing.Hash, error) {
 	name := "refs/heads/" + branch
-	b, err := os.ReadFile(LoosePath(gitDir, branch))
-	switch {
-	case err == nil:
-		return parseLooseRef(name, b)
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR):
-		// No loose ref (refs/heads/a is a directory when only a/b exists,
-		// or a path component is a file): fall back to packed-refs.
-	default:
+	fsys := os.DirFS(gitDir)
+	b, ok, err := gitrefs.Loose(fsys, name)
+	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", name, err)
 	}
-	h, ok, err := readPackedRef(gitDir, name)
+	if ok {
+		return parseLooseRef(name, b)
+	}
+	sha, ok, err := gitrefs.Packed(fsys, name)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if !ok {
 		return plumbing.ZeroHash, fmt.Errorf("%s: %w", name, ErrBranchNotFound)
+	}
+	h, ok := ParseHash(sha)
+	if !ok {
+		return plumbing.ZeroHash, fmt.Errorf("packed-refs: bad line for %s", name)
 	}
 	return h, nil
 }
@@ -63,40 +63,6 @@ func parseLooseRef(name string, b []byte) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("%s holds %q, not a commit sha", name, Truncate(s))
 	}
 	return h, nil
-}
-
-// readPackedRef looks a ref up in packed-refs: "<sha> <name>" lines, "#"
-// header lines and "^<sha>" peeled-tag lines. git replaces packed-refs
-// atomically (packed-refs.lock + rename), so a read sees a whole file.
-func readPackedRef(gitDir, name string) (plumbing.Hash, bool, error) {
-	b, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return plumbing.ZeroHash, false, nil
-	}
-	if err != nil {
-		return plumbing.ZeroHash, false, fmt.Errorf("read packed-refs: %w", err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' || line[0] == '^' {
-			continue
-		}
-		sha, ref, ok := strings.Cut(line, " ")
-		if !ok || ref != name {
-			continue
-		}
-		h, ok := ParseHash(sha)
-		if !ok {
-			return plumbing.ZeroHash, false, fmt.Errorf("packed-refs: bad line for %s", name)
-		}
-		return h, true, nil
-	}
-	if err := sc.Err(); err != nil {
-		return plumbing.ZeroHash, false, fmt.Errorf("read packed-refs: %w", err)
-	}
-	return plumbing.ZeroHash, false, nil
 }
 
 // ParseHash parses a full 40-hex sha.
