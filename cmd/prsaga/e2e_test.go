@@ -87,9 +87,7 @@ func TestEndToEndMerged(t *testing.T) {
 	st := startStack(t, cfg)
 	c := client.New(st.URL, "")
 	ctx := context.Background()
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatalf("post status: %v", err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
 	r := request("acme/widgets", 42, "feature/hello", head)
 	id := step.NewID()
 	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), r, "")
@@ -128,15 +126,9 @@ func TestEndToEndChecksFailed(t *testing.T) {
 	before := gittest.Run(t, bare, "rev-parse", "main")
 	st := startStack(t, cfg)
 	c := client.New(st.URL, "")
-	ctx := context.Background()
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "failure"); err != nil {
-		t.Fatalf("post status: %v", err)
-	}
+	setCI(t, c, "acme/widgets", head, "failure")
 	r := request("acme/widgets", 7, "feature/broken", head)
-	acc, err := c.Merge(ctx, r)
-	if err != nil {
-		t.Fatalf("merge request: %v", err)
-	}
+	acc := mustMerge(t, c, r)
 	s := waitTerminal(t, c, r.PRID)
 	if s.State != "MERGE_FAILED" || s.FailedStep != "VALIDATING" || s.Merged || s.CorrelationID != acc.CorrelationID {
 		t.Fatalf("got %s at %s merged=%v, want MERGE_FAILED at VALIDATING, not merged", s.State, s.FailedStep, s.Merged)

@@ -93,9 +93,7 @@ func TestReindex(t *testing.T) {
 	var prs []string
 	for i, head := range heads {
 		repo := fmt.Sprintf("acme/r%d", i)
-		if err := c.PostStatus(ctx, repo, head, "ci", "success"); err != nil {
-			t.Fatal(err)
-		}
+		setCI(t, c, repo, head, "success")
 		r := request(repo, 10+i, "feature/hello", head)
 		e, err := contracts.NewRequested(step.NewID(), "https://forge.example/acme", time.Now(), r, "")
 		if err != nil {
