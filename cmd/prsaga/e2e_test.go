@@ -90,13 +90,7 @@ func TestEndToEndMerged(t *testing.T) {
 	setCI(t, c, "acme/widgets", head, "success")
 	r := request("acme/widgets", 42, "feature/hello", head)
 	id := step.NewID()
-	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), r, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Bus.Publish(ctx, e); err != nil {
-		t.Fatalf("publish: %v", err)
-	}
+	publishRequest(ctx, t, st.Bus, id, "https://forge.example/acme", r)
 	s := waitTerminal(t, c, r.PRID)
 	if s.State != "MERGED" || !s.Merged || s.CorrelationID != id {
 		t.Fatalf("got state %s merged=%v correlation %s (error %q), want MERGED of run %s", s.State, s.Merged, s.CorrelationID, s.LastError, id)

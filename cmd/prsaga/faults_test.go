@@ -163,13 +163,7 @@ func TestFaultPoints(t *testing.T) {
 
 	submit := func(i int) {
 		t.Helper()
-		e, err := contracts.NewRequested(prs[i].id, "https://forge.faults.test", time.Now(), prs[i].req, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Publish(ctx, e); err != nil {
-			t.Fatalf("publish request %d: %v", i, err)
-		}
+		publishRequest(ctx, t, b, prs[i].id, "https://forge.faults.test", prs[i].req)
 	}
 	final := map[int]client.Saga{}
 	merged := func(i int) {

@@ -301,13 +301,7 @@ func TestHostileInput(t *testing.T) {
 	// drop it.
 	r := request("acme/widgets", 42, "feature/hello", head)
 	id := step.NewID()
-	first, err := contracts.NewRequested(id, "https://forge.test", time.Now(), r, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Bus.Publish(ctx, first); err != nil {
-		t.Fatal(err)
-	}
+	publishRequest(ctx, t, st.Bus, id, "https://forge.test", r)
 	other := r
 	other.PRID, other.PRNumber, other.Title = "acme/widgets#43", 43, "the second body"
 	second, err := contracts.NewRequested(id, "https://forge.test", time.Now(), other, "")
