@@ -138,18 +138,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	for repo, sha := range map[string]string{"acme/widgets": head, "acme/gadgets": ghead} {
-		if err := c.PostStatus(bg, repo, sha, "ci", "success"); err != nil {
-			t.Fatal(err)
-		}
+		setCI(t, c, repo, sha, "success")
 	}
 	const failing, clean = "acme/widgets#42", "acme/gadgets#1"
-	if _, err := c.Merge(bg, request("acme/gadgets", 1, "feature/hello", ghead)); err != nil {
-		t.Fatal(err)
-	}
+	mustMerge(t, c, request("acme/gadgets", 1, "feature/hello", ghead))
 	waitState(t, c, clean, contracts.StateMerged, 1)
-	if _, err := c.Merge(bg, request("acme/widgets", 42, "feature/hello", head)); err != nil {
-		t.Fatal(err)
-	}
+	mustMerge(t, c, request("acme/widgets", 42, "feature/hello", head))
 	s := waitState(t, c, failing, contracts.StateMergeFailed, 1)
 	if s.FailedStep != "NOTIFYING" || !s.Merged {
 		t.Fatalf("setup: %+v, want merged and failed at NOTIFYING", s)
@@ -233,14 +227,9 @@ func TestDashboardLoginInBrowser(t *testing.T) {
 	_, head := makeRepo(t, cfg.ReposDir, "acme/widgets", "feature/hello")
 	st := startWith(t, stack.Options{Config: cfg})
 	c := client.New(st.URL, testAPIToken)
-	bg := context.Background()
-	if err := c.PostStatus(bg, "acme/widgets", head, "ci", "failure"); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "failure")
 	const failing = "acme/widgets#7"
-	if _, err := c.Merge(bg, request("acme/widgets", 7, "feature/hello", head)); err != nil {
-		t.Fatal(err)
-	}
+	mustMerge(t, c, request("acme/widgets", 7, "feature/hello", head))
 	waitState(t, c, failing, contracts.StateMergeFailed, 1)
 
 	login := func(token string) {

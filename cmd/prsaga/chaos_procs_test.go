@@ -78,7 +78,7 @@ func (p *chaosProc) start() error {
 		err := cmd.Wait()
 		p.mu.Lock()
 		if !p.killed && p.cmd == cmd {
-			p.crashes = append(p.crashes, fmt.Sprintf("%v: %s", err, chaosTail(p.log, 8)))
+			p.crashes = append(p.crashes, fmt.Sprintf("%v: %s", err, logTail(p.log, 8)))
 		}
 		p.mu.Unlock()
 		close(done)
@@ -126,11 +126,11 @@ func (p *chaosProc) waitReady(ctx context.Context) error {
 			return nil
 		}
 		if !p.running() {
-			return fmt.Errorf("%s exited at start: %s", p.name, chaosTail(p.log, 8))
+			return fmt.Errorf("%s exited at start: %s", p.name, logTail(p.log, 8))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %s", p.name, chaosTail(p.log, 8))
+			return fmt.Errorf("%s not ready: %s", p.name, logTail(p.log, 8))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -162,8 +162,8 @@ func tcpReady(addr string) func(ctx context.Context) error {
 	}
 }
 
-// tail is the last n lines of a file, for a failure message.
-func chaosTail(path string, n int) string {
+// logTail is the last n lines of a process's log, for a failure message.
+func logTail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "(no output: " + err.Error() + ")"

@@ -96,52 +96,21 @@ func short(id string) string {
 // prepareDemo creates the sample repositories and returns the scenarios;
 // webhookUp repairs the tools watcher.
 func prepareDemo(reposDir string, webhookUp func()) ([]scenario, error) {
-	w, err := sample.Init(reposDir, "acme/widgets")
-	if err != nil {
-		return nil, err
-	}
-	base, err := w.Commit("main", plumbing.ZeroHash, map[string]string{"README.md": "# widgets\n", "src/widget.go": "package widget\n"}, "initial commit")
-	if err != nil {
-		return nil, err
-	}
-	hello, err := w.Commit("feature/hello", base, map[string]string{"src/hello.go": "package widget\n\n// Hello greets.\nfunc Hello() string { return \"hello\" }\n"}, "add Hello")
-	if err != nil {
-		return nil, err
-	}
-	broken, err := w.Commit("feature/broken", base, map[string]string{"src/broken.go": "package widget\n\nfunc Broken( {\n"}, "add a broken file")
-	if err != nil {
-		return nil, err
-	}
-	g, err := sample.Init(reposDir, "acme/gadgets")
-	if err != nil {
-		return nil, err
-	}
-	gbase, err := g.Commit("", plumbing.ZeroHash, map[string]string{"README.md": "# gadgets\nversion 1\n"}, "initial commit")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := g.Commit("main", gbase, map[string]string{"README.md": "# gadgets\nversion 2 (main)\n"}, "bump on main"); err != nil {
-		return nil, err
-	}
-	clash, err := g.Commit("feature/readme", gbase, map[string]string{"README.md": "# gadgets\nversion 2 (feature)\n"}, "bump on the branch")
-	if err != nil {
-		return nil, err
-	}
-	tl, err := sample.Init(reposDir, "acme/tools")
-	if err != nil {
-		return nil, err
-	}
-	tbase, err := tl.Commit("main", plumbing.ZeroHash, map[string]string{"README.md": "# tools\n"}, "initial commit")
-	if err != nil {
-		return nil, err
-	}
-	docs, err := tl.Commit("feature/docs", tbase, map[string]string{"docs/usage.md": "# usage\n"}, "document usage")
-	if err != nil {
-		return nil, err
-	}
-	cli, err := tl.Commit("feature/cli", tbase, map[string]string{"cmd/tool/main.go": "package main\n\nfunc main() {}\n"}, "add the CLI")
-	if err != nil {
-		return nil, err
+	b := &demoRepos{dir: reposDir}
+	w := b.init("acme/widgets")
+	base := b.commit(w, "main", plumbing.ZeroHash, map[string]string{"README.md": "# widgets\n", "src/widget.go": "package widget\n"}, "initial commit")
+	hello := b.commit(w, "feature/hello", base, map[string]string{"src/hello.go": "package widget\n\n// Hello greets.\nfunc Hello() string { return \"hello\" }\n"}, "add Hello")
+	broken := b.commit(w, "feature/broken", base, map[string]string{"src/broken.go": "package widget\n\nfunc Broken( {\n"}, "add a broken file")
+	g := b.init("acme/gadgets")
+	gbase := b.commit(g, "", plumbing.ZeroHash, map[string]string{"README.md": "# gadgets\nversion 1\n"}, "initial commit")
+	b.commit(g, "main", gbase, map[string]string{"README.md": "# gadgets\nversion 2 (main)\n"}, "bump on main")
+	clash := b.commit(g, "feature/readme", gbase, map[string]string{"README.md": "# gadgets\nversion 2 (feature)\n"}, "bump on the branch")
+	tl := b.init("acme/tools")
+	tbase := b.commit(tl, "main", plumbing.ZeroHash, map[string]string{"README.md": "# tools\n"}, "initial commit")
+	docs := b.commit(tl, "feature/docs", tbase, map[string]string{"docs/usage.md": "# usage\n"}, "document usage")
+	cli := b.commit(tl, "feature/cli", tbase, map[string]string{"cmd/tool/main.go": "package main\n\nfunc main() {}\n"}, "add the CLI")
+	if b.err != nil {
+		return nil, b.err
 	}
 	req := func(repo string, n int, src string, head plumbing.Hash, title string) contracts.Request {
 		return contracts.Request{
@@ -162,4 +131,29 @@ func prepareDemo(reposDir string, webhookUp func()) ([]scenario, error) {
 		{name: "index step killed: only the watchdog notices", pr: req("acme/tools", 5, "feature/cli", cli, "Add the CLI"), ci: "success",
 			wantState: contracts.StateMergeFailed, wantStep: contracts.StateIndexing, timedOut: true, fix: func() {}},
 	}, nil
+}
+
+// demoRepos writes the sample repositories step by step; the first error
+// turns every later step into a no-op and is what prepareDemo returns.
+type demoRepos struct {
+	dir string
+	err error
+}
+
+func (b *demoRepos) init(repo string) *sample.Repo {
+	if b.err != nil {
+		return nil
+	}
+	r, err := sample.Init(b.dir, repo)
+	b.err = err
+	return r
+}
+
+func (b *demoRepos) commit(r *sample.Repo, branch string, parent plumbing.Hash, files map[string]string, msg string) plumbing.Hash {
+	if b.err != nil {
+		return plumbing.ZeroHash
+	}
+	h, err := r.Commit(branch, parent, files, msg)
+	b.err = err
+	return h
 }

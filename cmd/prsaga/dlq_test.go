@@ -60,9 +60,7 @@ func TestDLQListShowRedrive(t *testing.T) {
 	env := map[string]string{"PRSAGA_NATS_URL": st.NATS.Addr()}
 	ctx := context.Background()
 	c := client.New(st.URL, "")
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
 
 	if code, out, _ := runCLIEnv(t, env, "dlq", "list"); code != exitOK || !strings.Contains(out, "no dead letters") {
 		t.Fatalf("dlq list on an empty DLQ = %d %q", code, out)

@@ -135,14 +135,8 @@ func TestEndToEndIndexFailsThenRetryMerges(t *testing.T) {
 	startWith(t, stack.Options{Config: icfg, Services: []string{"indexer"}, NoHTTP: true, Fault: fault})
 
 	c := client.New(main.URL, "")
-	ctx := context.Background()
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
-	acc, err := c.Merge(ctx, request("acme/widgets", 42, "feature/hello", head))
-	if err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
+	acc := mustMerge(t, c, request("acme/widgets", 42, "feature/hello", head))
 	s := waitState(t, c, pr, contracts.StateMergeFailed, 1)
 	if s.FailedStep != "INDEXING" || !s.Merged || s.MergeSHA == "" || !strings.Contains(s.LastError, contracts.CodeRetriesExhausted) {
 		t.Fatalf("after the index failure: %+v, want MERGE_FAILED at INDEXING, merged, retries_exhausted", s)
@@ -231,12 +225,8 @@ func TestEndToEndTwoLedgersApplyTheSameEvent(t *testing.T) {
 	}
 
 	c := client.New(st.URL, "")
-	if err := c.PostStatus(context.Background(), "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Merge(context.Background(), request("acme/widgets", 5, "feature/hello", head)); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
+	mustMerge(t, c, request("acme/widgets", 5, "feature/hello", head))
 	var env contracts.Envelope
 	for range 2 { // the ledger's and the validator lock's deliveries
 		select {
@@ -279,19 +269,12 @@ func TestEndToEndConcurrentRetries(t *testing.T) {
 	st := startWith(t, stack.Options{Config: cfg})
 	c := client.New(st.URL, "")
 	ctx := context.Background()
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "failure"); err != nil {
-		t.Fatal(err)
-	}
-	acc, err := c.Merge(ctx, request("acme/widgets", 6, "feature/hello", head))
-	if err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "failure")
+	acc := mustMerge(t, c, request("acme/widgets", 6, "feature/hello", head))
 	if s := waitState(t, c, pr, contracts.StateMergeFailed, 1); s.FailedStep != "VALIDATING" {
 		t.Fatalf("%+v, want failed at VALIDATING", s)
 	}
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	start := make(chan struct{})

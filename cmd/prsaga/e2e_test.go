@@ -87,18 +87,10 @@ func TestEndToEndMerged(t *testing.T) {
 	st := startStack(t, cfg)
 	c := client.New(st.URL, "")
 	ctx := context.Background()
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatalf("post status: %v", err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
 	r := request("acme/widgets", 42, "feature/hello", head)
 	id := step.NewID()
-	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), r, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Bus.Publish(ctx, e); err != nil {
-		t.Fatalf("publish: %v", err)
-	}
+	publishRequest(ctx, t, st.Bus, id, "https://forge.example/acme", r)
 	s := waitTerminal(t, c, r.PRID)
 	if s.State != "MERGED" || !s.Merged || s.CorrelationID != id {
 		t.Fatalf("got state %s merged=%v correlation %s (error %q), want MERGED of run %s", s.State, s.Merged, s.CorrelationID, s.LastError, id)
@@ -128,15 +120,9 @@ func TestEndToEndChecksFailed(t *testing.T) {
 	before := gittest.Run(t, bare, "rev-parse", "main")
 	st := startStack(t, cfg)
 	c := client.New(st.URL, "")
-	ctx := context.Background()
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "failure"); err != nil {
-		t.Fatalf("post status: %v", err)
-	}
+	setCI(t, c, "acme/widgets", head, "failure")
 	r := request("acme/widgets", 7, "feature/broken", head)
-	acc, err := c.Merge(ctx, r)
-	if err != nil {
-		t.Fatalf("merge request: %v", err)
-	}
+	acc := mustMerge(t, c, r)
 	s := waitTerminal(t, c, r.PRID)
 	if s.State != "MERGE_FAILED" || s.FailedStep != "VALIDATING" || s.Merged || s.CorrelationID != acc.CorrelationID {
 		t.Fatalf("got %s at %s merged=%v, want MERGE_FAILED at VALIDATING, not merged", s.State, s.FailedStep, s.Merged)

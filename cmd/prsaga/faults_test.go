@@ -134,7 +134,7 @@ func TestFaultPoints(t *testing.T) {
 	for _, p := range procs[1:] {
 		waitLog(t, ctx, p, "JetStream not available; waiting")
 		if !p.running() {
-			t.Fatalf("%s exited while NATS was not up: %s", p.name, chaosTail(p.log, 8))
+			t.Fatalf("%s exited while NATS was not up: %s", p.name, logTail(p.log, 8))
 		}
 	}
 	startAll(t, cp.nats)
@@ -163,13 +163,7 @@ func TestFaultPoints(t *testing.T) {
 
 	submit := func(i int) {
 		t.Helper()
-		e, err := contracts.NewRequested(prs[i].id, "https://forge.faults.test", time.Now(), prs[i].req, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Publish(ctx, e); err != nil {
-			t.Fatalf("publish request %d: %v", i, err)
-		}
+		publishRequest(ctx, t, b, prs[i].id, "https://forge.faults.test", prs[i].req)
 	}
 	final := map[int]client.Saga{}
 	merged := func(i int) {
@@ -293,13 +287,13 @@ func exited(t *testing.T, ctx context.Context, p *chaosProc, point string) {
 	deadline := time.Now().Add(60 * time.Second)
 	for p.running() {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s armed at %s did not exit: %s", p.name, point, chaosTail(p.log, 8))
+			t.Fatalf("%s armed at %s did not exit: %s", p.name, point, logTail(p.log, 8))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	raw, _ := os.ReadFile(p.log)
 	if !strings.Contains(string(raw), "fault point "+point+" fired") {
-		t.Fatalf("%s exited, but not at %s: %s", p.name, point, chaosTail(p.log, 8))
+		t.Fatalf("%s exited, but not at %s: %s", p.name, point, logTail(p.log, 8))
 	}
 }
 
@@ -313,7 +307,7 @@ func waitLog(t *testing.T, ctx context.Context, p *chaosProc, s string) {
 			return
 		}
 		if !p.running() || time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: no %q in its log: %s", p.name, s, chaosTail(p.log, 8))
+			t.Fatalf("%s: no %q in its log: %s", p.name, s, logTail(p.log, 8))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -171,12 +171,9 @@ func TestDevRecordsWhereItListens(t *testing.T) {
 	}
 
 	c := client.New(rec.APIURL, "")
-	bg := context.Background()
 	repos := filepath.Join(dir, "repos")
 	bare, head := makeRepo(t, repos, "acme/widgets", "feature/hello")
-	if err := c.PostStatus(bg, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
 	merge := func(pr, strategy string) (int, string, string) {
 		return runCLIEnv(t, env, "merge", "--repo", "acme/widgets", "--pr", pr, "--source", "feature/hello",
 			"--head", head, "--strategy", strategy, "--wait", "30s")
@@ -209,9 +206,7 @@ func TestDevRecordsWhereItListens(t *testing.T) {
 	gittest.Run(t, work, "checkout", "-q", "main")
 	gittest.Run(t, work, "commit", "-q", "--allow-empty", "-m", "moves main")
 	gittest.Run(t, work, "push", "-q", "origin", "main", "feature/ff")
-	if err := c.PostStatus(bg, "acme/widgets", ffHead, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", ffHead, "success")
 	code, out, _ = runCLIEnv(t, env, "merge", "--repo", "acme/widgets", "--pr", "3", "--source", "feature/ff",
 		"--head", ffHead, "--strategy", "fast-forward", "--wait", "30s")
 	if code != exitFailed || !strings.Contains(out, "MERGE_FAILED") {

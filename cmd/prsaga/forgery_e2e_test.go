@@ -83,9 +83,9 @@ func TestForgedTrailerEndToEnd(t *testing.T) {
 	for ready(ctx) != nil {
 		select {
 		case err := <-exited:
-			t.Fatalf("prsaga dev exited: %v\n%s", err, chaosTail(logPath, 30))
+			t.Fatalf("prsaga dev exited: %v\n%s", err, logTail(logPath, 30))
 		case <-ctx.Done():
-			t.Fatalf("prsaga dev not ready: %v\n%s", ctx.Err(), chaosTail(logPath, 30))
+			t.Fatalf("prsaga dev not ready: %v\n%s", ctx.Err(), logTail(logPath, 30))
 		case <-time.After(50 * time.Millisecond): // polling readiness, bounded by ctx
 		}
 	}

@@ -120,16 +120,23 @@ func publishRequests(ctx context.Context, t *testing.T, b *bus.Bus, source strin
 	runs := make(map[string]string, len(reqs))
 	for _, r := range reqs {
 		id := step.NewID()
-		e, err := contracts.NewRequested(id, source, time.Now(), r, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Publish(ctx, e); err != nil {
-			t.Fatal(err)
-		}
+		publishRequest(ctx, t, b, id, source, r)
 		runs[r.PRID] = id
 	}
 	return runs
+}
+
+// publishRequest publishes r's merge.requested as run id straight on the
+// bus, as a forge would.
+func publishRequest(ctx context.Context, t *testing.T, b *bus.Bus, id, source string, r contracts.Request) {
+	t.Helper()
+	e, err := contracts.NewRequested(id, source, time.Now(), r, "")
+	if err != nil {
+		t.Fatalf("build the request of %s: %v", r.PRID, err)
+	}
+	if err := b.Publish(ctx, e); err != nil {
+		t.Fatalf("publish the request of %s: %v", r.PRID, err)
+	}
 }
 
 // mainTrailers counts, per PR id, the commits on main carrying its

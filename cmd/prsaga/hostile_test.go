@@ -257,9 +257,7 @@ func TestHostileInput(t *testing.T) {
 	st := startStack(t, cfg)
 	ctx := context.Background()
 	c := client.New(st.URL, "")
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
 	cases := hostileCases(head)
 	if len(cases) < 20 {
 		t.Fatalf("%d cases, want at least 20", len(cases))
@@ -303,13 +301,7 @@ func TestHostileInput(t *testing.T) {
 	// drop it.
 	r := request("acme/widgets", 42, "feature/hello", head)
 	id := step.NewID()
-	first, err := contracts.NewRequested(id, "https://forge.test", time.Now(), r, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Bus.Publish(ctx, first); err != nil {
-		t.Fatal(err)
-	}
+	publishRequest(ctx, t, st.Bus, id, "https://forge.test", r)
 	other := r
 	other.PRID, other.PRNumber, other.Title = "acme/widgets#43", 43, "the second body"
 	second, err := contracts.NewRequested(id, "https://forge.test", time.Now(), other, "")
@@ -389,9 +381,7 @@ func TestDuplicateIDInFlightTogether(t *testing.T) {
 	ctx := context.Background()
 	c := client.New(st.URL, "")
 	for i := 0; i < pairs; i++ {
-		if err := c.PostStatus(ctx, "dup/r"+strconv.Itoa(i), heads[i], "ci", "success"); err != nil {
-			t.Fatal(err)
-		}
+		setCI(t, c, "dup/r"+strconv.Itoa(i), heads[i], "success")
 	}
 	ids := map[int]string{}
 	for i := 0; i < pairs; i++ {

@@ -77,22 +77,23 @@ func TestMergeCheckOnRealHistory(t *testing.T) {
 	write("b.txt", lines("b", nil))
 	commit("base")
 
+	// diverge edits file one way on a new branch and another on main.
+	diverge := func(branch, file string, onBranch, onMain map[int]string, mainMsg string) {
+		tag := strings.TrimSuffix(file, ".txt")
+		git("checkout", "-q", "-b", branch)
+		write(file, lines(tag, onBranch))
+		commit(branch)
+		git("checkout", "-q", "main")
+		write(file, lines(tag, onMain))
+		commit(mainMsg)
+	}
+
 	// 1. A clean merge (same).
-	git("checkout", "-q", "-b", "f1")
-	write("a.txt", lines("a", map[int]string{1: "f1"}))
-	commit("f1")
-	git("checkout", "-q", "main")
-	write("a.txt", lines("a", map[int]string{10: "main"}))
-	commit("main 1")
+	diverge("f1", "a.txt", map[int]string{1: "f1"}, map[int]string{10: "main"}, "main 1")
 	git("merge", "-q", "--no-ff", "-m", "merge f1", "f1")
 
 	// 2. A conflict resolved by hand (both conflict).
-	git("checkout", "-q", "-b", "f2")
-	write("b.txt", lines("b", map[int]string{5: "f2"}))
-	commit("f2")
-	git("checkout", "-q", "main")
-	write("b.txt", lines("b", map[int]string{5: "main"}))
-	commit("main 2")
+	diverge("f2", "b.txt", map[int]string{5: "f2"}, map[int]string{5: "main"}, "main 2")
 	git("merge", "-q", "-m", "merge f2", "f2")
 	write("b.txt", lines("b", map[int]string{5: "resolved"}))
 	commit("merge f2")

@@ -62,15 +62,9 @@ func TestObservabilityOneSagaIsOneTrace(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	st := startWith(t, stack.Options{Config: cfg, SpanExporter: exp})
 	c := client.New(st.URL, "")
-	ctx := context.Background()
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
 	const pr = "acme/widgets#42"
-	acc, err := c.Merge(ctx, request("acme/widgets", 42, "feature/hello", head))
-	if err != nil {
-		t.Fatal(err)
-	}
+	acc := mustMerge(t, c, request("acme/widgets", 42, "feature/hello", head))
 	waitState(t, c, pr, contracts.StateMerged, 1)
 
 	// The spans of the run, keyed by service and operation. A span ends
@@ -256,15 +250,11 @@ func TestObservabilityMetricsAfterAFewSagas(t *testing.T) {
 	c := client.New(st.URL, "")
 	ctx := context.Background()
 	for _, s := range []struct{ repo, sha, state string }{{"acme/widgets", head, "success"}, {"acme/gadgets", head2, "success"}, {"acme/broken", broken, "failure"}} {
-		if err := c.PostStatus(ctx, s.repo, s.sha, "ci", s.state); err != nil {
-			t.Fatal(err)
-		}
+		setCI(t, c, s.repo, s.sha, s.state)
 	}
 	for _, r := range []contracts.Request{request("acme/widgets", 1, "feature/hello", head), request("acme/gadgets", 2, "feature/hello", head2),
 		request("acme/broken", 3, "feature/hello", broken)} {
-		if _, err := c.Merge(ctx, r); err != nil {
-			t.Fatal(err)
-		}
+		mustMerge(t, c, r)
 	}
 	// Not a CloudEvent at all: both consumers of the subject dead-letter it.
 	if _, err := st.Bus.JS.PublishMsg(ctx, &nats.Msg{Subject: contracts.SubjectMergeRequested, Data: []byte("garbage"),
@@ -362,9 +352,7 @@ func TestObservabilityTraceFollowsARun(t *testing.T) {
 	st := startWith(t, stack.Options{Config: cfg})
 	c := client.New(st.URL, "")
 	ctx := context.Background()
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
 	id := step.NewID()
 	e, err := contracts.NewRequested(id, "https://forge.example/acme", time.Now(), request("acme/widgets", 42, "feature/hello", head), "")
 	if err != nil {

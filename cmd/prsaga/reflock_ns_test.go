@@ -60,10 +60,10 @@ func TestMergerDiesHoldingARefLockInAContainer(t *testing.T) {
 	select {
 	case <-dying.done:
 	case <-ctx.Done():
-		t.Fatalf("merger-1 never hit its fault point: %s", tailOf(dying.log))
+		t.Fatalf("merger-1 never hit its fault point: %s", logTail(dying.log, 8))
 	}
 	if status, ok := dying.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || status.ExitStatus() != fault.ExitCode {
-		t.Fatalf("merger-1 ended %v, want the fault's exit %d: %s", dying.err, fault.ExitCode, tailOf(dying.log))
+		t.Fatalf("merger-1 ended %v, want the fault's exit %d: %s", dying.err, fault.ExitCode, logTail(dying.log, 8))
 	}
 	lock := filepath.Join(reposDir, repoOf(0)+".git", "refs", "heads", "main.lock")
 	rec, err := os.ReadFile(lock)

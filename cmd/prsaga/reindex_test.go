@@ -93,17 +93,9 @@ func TestReindex(t *testing.T) {
 	var prs []string
 	for i, head := range heads {
 		repo := fmt.Sprintf("acme/r%d", i)
-		if err := c.PostStatus(ctx, repo, head, "ci", "success"); err != nil {
-			t.Fatal(err)
-		}
+		setCI(t, c, repo, head, "success")
 		r := request(repo, 10+i, "feature/hello", head)
-		e, err := contracts.NewRequested(step.NewID(), "https://forge.example/acme", time.Now(), r, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := main.Bus.Publish(ctx, e); err != nil {
-			t.Fatal(err)
-		}
+		publishRequest(ctx, t, main.Bus, step.NewID(), "https://forge.example/acme", r)
 		prs = append(prs, r.PRID)
 	}
 	for _, pr := range prs {

@@ -267,9 +267,9 @@ func (g *procGroup) waitFor(ctx context.Context, p *proc, re *regexp.Regexp) str
 		}
 		select {
 		case <-p.done:
-			g.t.Fatalf("%s exited (%v): %s", p.name, p.err, tailOf(p.log))
+			g.t.Fatalf("%s exited (%v): %s", p.name, p.err, logTail(p.log, 8))
 		case <-ctx.Done():
-			g.t.Fatalf("%s: no %s in its output: %s", p.name, re, tailOf(p.log))
+			g.t.Fatalf("%s: no %s in its output: %s", p.name, re, logTail(p.log, 8))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -288,9 +288,9 @@ func (g *procGroup) waitReady(ctx context.Context, p *proc) {
 		}
 		select {
 		case <-p.done:
-			g.t.Fatalf("%s exited at start (%v): %s", p.name, p.err, tailOf(p.log))
+			g.t.Fatalf("%s exited at start (%v): %s", p.name, p.err, logTail(p.log, 8))
 		case <-ctx.Done():
-			g.t.Fatalf("%s not ready: %s", p.name, tailOf(p.log))
+			g.t.Fatalf("%s not ready: %s", p.name, logTail(p.log, 8))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -332,16 +332,4 @@ func (g *procGroup) stopAll() {
 			g.t.Errorf("%s is still running", p.name)
 		}
 	}
-}
-
-func tailOf(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no output)"
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 8 {
-		lines = lines[len(lines)-8:]
-	}
-	return strings.Join(lines, " | ")
 }

@@ -51,11 +51,8 @@ func TestSecretsNeverLeave(t *testing.T) {
 	cfg.WebhookAllowPrivate = true
 	_, head := makeRepo(t, cfg.ReposDir, "acme/widgets", "feature/hello")
 	st := startStack(t, cfg)
-	ctx := context.Background()
 	c := client.New(st.URL, "")
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
 
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
 	defer up.Close()
@@ -96,10 +93,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 		map[string]string{"url": "http://" + downAddr + pathDown + "?" + query, "secret": secretDown})
 
 	r := request("acme/widgets", 42, "feature/hello", head)
-	acc, err := c.Merge(ctx, r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	acc := mustMerge(t, c, r)
 	s := waitTerminal(t, c, r.PRID)
 	if s.State != "MERGE_FAILED" || s.FailedStep != "NOTIFYING" || !strings.Contains(s.LastError, contracts.CodeWebhookFailed) {
 		t.Fatalf("with a watcher down: %s at %s (%q), want MERGE_FAILED at NOTIFYING, webhook_failed", s.State, s.FailedStep, s.LastError)

@@ -145,9 +145,9 @@ func waitReadyz(ctx context.Context, t *testing.T, p *proc, done func(code int, 
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("%s exited (%v): %s", p.name, p.err, tailOf(p.log))
+			t.Fatalf("%s exited (%v): %s", p.name, p.err, logTail(p.log, 8))
 		case <-ctx.Done():
-			t.Fatalf("%s: /readyz last said %q: %s", p.name, last, tailOf(p.log))
+			t.Fatalf("%s: /readyz last said %q: %s", p.name, last, logTail(p.log, 8))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -186,7 +186,7 @@ func waitMerged(ctx context.Context, t *testing.T, procs *procGroup, ledger *cli
 			}
 			select {
 			case <-p.done:
-				t.Fatalf("%s exited during the run (%v): %s", p.name, p.err, tailOf(p.log))
+				t.Fatalf("%s exited during the run (%v): %s", p.name, p.err, logTail(p.log, 8))
 			default:
 			}
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"strings"
@@ -30,14 +29,9 @@ func TestWatchdogOnce(t *testing.T) {
 	// No merger runs: the saga stays in MERGING.
 	st := startWith(t, stack.Options{Config: cfg, Services: []string{"validator", "ledger"}})
 	c := client.New(st.URL, "")
-	ctx := context.Background()
-	if err := c.PostStatus(ctx, "acme/widgets", head, "ci", "success"); err != nil {
-		t.Fatal(err)
-	}
+	setCI(t, c, "acme/widgets", head, "success")
 	const pr = "acme/widgets#42"
-	if _, err := c.Merge(ctx, request("acme/widgets", 42, "feature/hello", head)); err != nil {
-		t.Fatal(err)
-	}
+	mustMerge(t, c, request("acme/widgets", 42, "feature/hello", head))
 	s := waitState(t, c, pr, contracts.StateMerging, 1)
 
 	args := append([]string{"watchdog", "--once", "--data", cfg.DataDir, "--nats-url", st.NATS.Addr()}, tuning...)
