@@ -39,17 +39,7 @@ func testLogger(t *testing.T) *slog.Logger {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("gave up after %v waiting for %s", within, what)
-		case <-tick.C:
-		}
-	}
+	natstest.WaitFor(t, within, what, cond)
 }
 
 func emit(t *testing.T, db *sqlite.DB, ids ...string) {

@@ -168,18 +168,17 @@ func (h *harness) ctx() context.Context {
 // waitFor polls cond until it holds or the deadline passes.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	const within = 15 * time.Second
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			h.t.Fatalf("gave up after %v waiting for %s", within, what)
-		case <-tick.C:
-		}
-	}
+	natstest.WaitFor(h.t, 15*time.Second, what, cond)
+}
+
+// waitRedelivered waits until the first message, committed but not acked,
+// came again and was acked.
+func (h *harness) waitRedelivered() {
+	h.t.Helper()
+	h.waitFor("a redelivery after the unacked commit", func() bool {
+		info := h.consumer()
+		return info.Delivered.Consumer >= 2 && info.NumAckPending == 0 && info.AckFloor.Stream >= 1
+	})
 }
 
 func validRequest() contracts.Request {
