@@ -25,6 +25,7 @@ import (
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/store/storetest"
 )
 
 // effects records each committed side effect: the handler's own state change.
@@ -182,11 +183,7 @@ func (h *harness) waitRedelivered() {
 }
 
 func validRequest() contracts.Request {
-	return contracts.Request{
-		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
-		SourceBranch: "feature", TargetBranch: "main",
-		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
-	}
+	return storetest.Request()
 }
 
 func requested(t testing.TB, id string, r contracts.Request) *event.Event {

@@ -14,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/store/storetest"
 )
 
 // A service started with one consumer turns a requested event into a
@@ -46,15 +47,7 @@ func TestServiceConsumesAndRelays(t *testing.T) {
 	}
 	t.Cleanup(run.Stop)
 
-	req, err := contracts.NewRequested("req-1", "https://forge.example/acme", time.Now(), contracts.Request{
-		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
-		SourceBranch: "feature", TargetBranch: "main",
-		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
-	}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Publish(ctx, req); err != nil {
+	if err := b.Publish(ctx, storetest.Requested(t, "req-1")); err != nil {
 		t.Fatal(err)
 	}
 	s, err := b.JS.Stream(ctx, contracts.Stream)
