@@ -60,6 +60,20 @@ func TestEnsureStreamsIsIdempotent(t *testing.T) {
 	}
 }
 
+// storedMsg reads message seq of stream.
+func storedMsg(t *testing.T, ctx context.Context, b *bus.Bus, stream string, seq uint64) *jetstream.RawStreamMsg {
+	t.Helper()
+	s, err := b.JS.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestPublishDedupesOnEventID(t *testing.T) {
 	ctx := testContext(t)
 	_, b := natstest.Start(t, bus.Config{})
@@ -72,11 +86,7 @@ func TestPublishDedupesOnEventID(t *testing.T) {
 	if got := natstest.Msgs(t, ctx, b, contracts.Stream); got != 1 {
 		t.Errorf("PRSAGA messages after publishing one event twice: got %d, want 1", got)
 	}
-	s, _ := b.JS.Stream(ctx, contracts.Stream)
-	m, err := s.GetMsg(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := storedMsg(t, ctx, b, contracts.Stream, 1)
 	if m.Subject != contracts.SubjectMergeRequested {
 		t.Errorf("subject: got %q, want %q", m.Subject, contracts.SubjectMergeRequested)
 	}
@@ -116,11 +126,7 @@ func TestDeadLetter(t *testing.T) {
 	if got := natstest.Msgs(t, ctx, b, contracts.DLQStream); got != 1 {
 		t.Fatalf("DLQ messages after one consumer dead-lettered one message twice: got %d, want 1", got)
 	}
-	s, _ := b.JS.Stream(ctx, contracts.DLQStream)
-	m, err := s.GetMsg(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := storedMsg(t, ctx, b, contracts.DLQStream, 1)
 	if want := contracts.DLQSubject("validator"); m.Subject != want {
 		t.Errorf("DLQ subject: got %q, want %q", m.Subject, want)
 	}
@@ -156,10 +162,7 @@ func TestDeadLetter(t *testing.T) {
 	if err := b.DeadLetter(ctx, "notifier", orig, strings.Repeat("é", 600)); err != nil {
 		t.Fatalf("dead-letter by notifier: %v", err)
 	}
-	m, err = s.GetMsg(ctx, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m = storedMsg(t, ctx, b, contracts.DLQStream, 3)
 	if r := m.Header.Get(contracts.DLQReasonHeader); len(r) > 1024 || len(r) < 1000 || !utf8.ValidString(r) {
 		t.Errorf("long reason: got %d bytes (valid UTF-8: %v), want 1000-1024 bytes of valid UTF-8", len(r), utf8.ValidString(r))
 	}
@@ -201,13 +204,9 @@ func TestDeadLetterWithoutMsgID(t *testing.T) {
 	if got := natstest.Msgs(t, ctx, b, contracts.DLQStream); got != 2 {
 		t.Fatalf("DLQ messages after dead-lettering two different id-less messages: got %d, want 2", got)
 	}
-	s, _ := b.JS.Stream(ctx, contracts.DLQStream)
 	ids := map[string]bool{}
 	for seq := uint64(1); seq <= 2; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := storedMsg(t, ctx, b, contracts.DLQStream, seq)
 		id := m.Header.Get(bus.HeaderMsgID)
 		if !strings.HasPrefix(id, "dlq.validator.") || len(id) <= len("dlq.validator.") {
 			t.Errorf("DLQ Nats-Msg-Id: got %q, want dlq.validator.<something>", id)

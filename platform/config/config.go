@@ -122,6 +122,16 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 			}
 			return n
 		}
+		yes := func(name, v string) bool {
+			switch v {
+			case "true", "1", "yes":
+				return true
+			case "false", "0", "no", "":
+			default:
+				errs = append(errs, fmt.Errorf("%s: %q is not true or false", name, v))
+			}
+			return false
+		}
 		c := Config{
 			NATSURL: *natsURL, NATSListen: *natsListen, NATSCreds: *natsCreds,
 			NATSTLSCA: *tlsCA, NATSTLSCert: *tlsCert, NATSTLSKey: *tlsKey,
@@ -152,20 +162,8 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 				c.Backoff = append(c.Backoff, dur("PRSAGA_BACKOFF", part))
 			}
 		}
-		switch *allowPrivate {
-		case "true", "1", "yes":
-			c.WebhookAllowPrivate = true
-		case "false", "0", "no", "":
-		default:
-			errs = append(errs, fmt.Errorf("PRSAGA_WEBHOOK_ALLOW_PRIVATE: %q is not true or false", *allowPrivate))
-		}
-		switch *metricsPublic {
-		case "true", "1", "yes":
-			c.MetricsPublic = true
-		case "false", "0", "no", "":
-		default:
-			errs = append(errs, fmt.Errorf("PRSAGA_METRICS_PUBLIC: %q is not true or false", *metricsPublic))
-		}
+		c.WebhookAllowPrivate = yes("PRSAGA_WEBHOOK_ALLOW_PRIVATE", *allowPrivate)
+		c.MetricsPublic = yes("PRSAGA_METRICS_PUBLIC", *metricsPublic)
 		for s, v := range perState {
 			c.StepTimeouts[s] = c.StepTimeout
 			if *v != "" {

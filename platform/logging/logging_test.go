@@ -8,24 +8,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/logging"
 	"github.com/prsaga/prsaga/platform/logging/logtest"
+	"github.com/prsaga/prsaga/platform/store/storetest"
 )
 
 func envelope(t *testing.T) contracts.Envelope {
 	t.Helper()
-	e, err := contracts.NewRequested("req-1", "https://forge.example/acme", time.Now(), contracts.Request{
-		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
-		SourceBranch: "feature", TargetBranch: "main",
-		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
-	}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := contracts.Open(e)
+	env, err := contracts.Open(storetest.Requested(t, "req-1"))
 	if err != nil {
 		t.Fatal(err)
 	}

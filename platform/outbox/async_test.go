@@ -12,9 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/platform/bus"
-	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/outbox"
-	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 )
 
 // future is a resolved PubAckFuture.
@@ -63,8 +61,7 @@ func (a *asyncFlaky) PublishMsgAsync(msg *nats.Msg) (jetstream.PubAckFuture, err
 
 func TestAsyncFlushMarksWhatWasAcked(t *testing.T) {
 	ctx := testContext(t)
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	pub := &asyncFlaky{b: b, fail: map[int64]bool{2: true}}
 	r := &outbox.Relay{Store: db, Pub: pub, Log: testLogger(t)}
 	emit(t, db, "e-1", "e-2", "e-3")
@@ -85,8 +82,7 @@ func TestAsyncFlushMarksWhatWasAcked(t *testing.T) {
 
 func TestAsyncFlushLostAckDedupes(t *testing.T) {
 	ctx := testContext(t)
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	pub := &asyncFlaky{b: b, fail: map[int64]bool{1: true}, publishFirst: true}
 	r := &outbox.Relay{Store: db, Pub: pub, Log: testLogger(t)}
 	emit(t, db, "e-1")
@@ -115,8 +111,7 @@ func (c *countingAsync) PublishMsgAsync(msg *nats.Msg) (jetstream.PubAckFuture, 
 }
 
 func TestRunHoldsAckedRowsUntilMarked(t *testing.T) {
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	pub := &countingAsync{Bus: b}
 	// Many polls pass while the acked row waits to be marked: it must not
 	// be published again meanwhile.

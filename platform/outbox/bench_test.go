@@ -3,10 +3,11 @@ package outbox_test
 import (
 	"context"
 	"fmt"
-	"github.com/prsaga/prsaga/platform/store"
 	"io"
 	"log/slog"
 	"testing"
+
+	"github.com/prsaga/prsaga/platform/store"
 
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"

@@ -4,11 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
-	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/outbox"
-	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 )
 
 // The relay's fault point fires after JetStream acked the publish and
@@ -16,8 +13,7 @@ import (
 // publishes it again, which JetStream's dedupe window drops.
 func TestAfterPublishFaultRepublishesNotLoses(t *testing.T) {
 	ctx := testContext(t)
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	defer fault.Arm(fault.Rule{Point: fault.AfterPublish("relaytest"), Action: fault.Error})()
 	r := &outbox.Relay{Store: db, Pub: b, Log: testLogger(t), Service: "relaytest"}
 	emit(t, db, "e-1")

@@ -36,20 +36,17 @@ func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// busDB is a bus on an embedded NATS and a fresh database for a relay.
+func busDB(t *testing.T) (*bus.Bus, *sqlite.DB) {
+	t.Helper()
+	_, b := natstest.Start(t, bus.Config{})
+	return b, sqlitetest.Open(t)
+}
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("gave up after %v waiting for %s", within, what)
-		case <-tick.C:
-		}
-	}
+	natstest.WaitFor(t, within, what, cond)
 }
 
 func emit(t *testing.T, db *sqlite.DB, ids ...string) {
@@ -112,15 +109,23 @@ func run(t *testing.T, r *outbox.Relay) {
 	go func() { done <- r.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("relay Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
+		if ok, err := stopped(done); !ok {
 			t.Error("relay did not stop within 10s of cancellation")
+		} else if err != nil {
+			t.Errorf("relay Run: %v", err)
 		}
 	})
+}
+
+// stopped waits for the result of a cancelled Run; ok is false when it
+// did not come within 10s.
+func stopped(done <-chan error) (ok bool, err error) {
+	select {
+	case err := <-done:
+		return true, err
+	case <-time.After(10 * time.Second):
+		return false, nil
+	}
 }
 
 // flaky fails the publishes whose 1-based call numbers are in fail; with
@@ -148,8 +153,7 @@ func (f *flaky) PublishMsg(ctx context.Context, msg *nats.Msg) (*jetstream.PubAc
 }
 
 func TestRelayPublishesAndMarksSent(t *testing.T) {
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	run(t, &outbox.Relay{Store: db, Pub: b, Log: testLogger(t), Poll: 20 * time.Millisecond})
 	emit(t, db, "e-1", "e-2")
 	emit(t, db, "e-3")
@@ -163,8 +167,7 @@ func TestRelayPublishesAndMarksSent(t *testing.T) {
 
 func TestFlushFailureKeepsRowUnsent(t *testing.T) {
 	ctx := testContext(t)
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	pub := &flaky{pub: b, fail: map[int64]bool{2: true}}
 	r := &outbox.Relay{Store: db, Pub: pub, Log: testLogger(t)}
 	emit(t, db, "e-1", "e-2", "e-3")
@@ -199,8 +202,7 @@ func TestFlushFailureKeepsRowUnsent(t *testing.T) {
 }
 
 func TestRelayRetriesAfterFailedPublish(t *testing.T) {
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	// The first publish reaches JetStream but its ack is lost: the row stays
 	// unsent, is published again, and JetStream drops the repeat.
 	pub := &flaky{pub: b, fail: map[int64]bool{1: true}, publishFirst: true}
@@ -219,8 +221,7 @@ func TestRelayRetriesAfterFailedPublish(t *testing.T) {
 
 func TestBeforeHookFaultKeepsRowUnsent(t *testing.T) {
 	ctx := testContext(t)
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	var calls atomic.Int64
 	r := &outbox.Relay{Store: db, Pub: b, Log: testLogger(t), Before: func(row sqlite.OutboxRow) error {
 		if calls.Add(1) == 1 {
@@ -241,8 +242,7 @@ func TestBeforeHookFaultKeepsRowUnsent(t *testing.T) {
 }
 
 func TestTwoRelaysPublishEachEventOnce(t *testing.T) {
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	var published atomic.Int64
 	counting := publisherFunc(func(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
 		published.Add(1)
@@ -298,8 +298,7 @@ func (s *countingStore) Unsent(ctx context.Context, limit int) ([]sqlite.OutboxR
 }
 
 func TestRelayIsWokenByCommit(t *testing.T) {
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	store := &countingStore{DB: db}
 	run(t, &outbox.Relay{Store: store, Pub: b, Log: testLogger(t), Poll: time.Hour})
 	// Once the first (empty) round is done the relay waits on its hour-long
@@ -313,19 +312,17 @@ func TestRelayIsWokenByCommit(t *testing.T) {
 }
 
 func TestRelayStopsOnCancel(t *testing.T) {
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- (&outbox.Relay{Store: db, Pub: b, Log: testLogger(t)}).Run(ctx) }()
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run after cancel: got %v, want nil", err)
-		}
-	case <-time.After(10 * time.Second):
+	ok, err := stopped(done)
+	if !ok {
 		t.Fatal("Run did not return within 10s of cancellation")
+	}
+	if err != nil {
+		t.Errorf("Run after cancel: got %v, want nil", err)
 	}
 }
 
@@ -346,8 +343,7 @@ func (s *readCountingStore) UnsentExcept(ctx context.Context, limit int, except 
 }
 
 func TestRelayPublishesCommittedRowsWithoutReadingThem(t *testing.T) {
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
+	b, db := busDB(t)
 	store := &readCountingStore{DB: db}
 	run(t, &outbox.Relay{Store: store, Pub: b, Log: testLogger(t), Poll: time.Hour})
 	waitFor(t, 5*time.Second, "the relay's first round", func() bool { return store.reads.Load() >= 1 })

@@ -16,10 +16,7 @@ func TestNamedAfterCommitFault(t *testing.T) {
 	defer fault.Arm(fault.Rule{Point: contracts.ConsumerValidator + ".after-commit", Action: fault.Error})()
 	h := start(t, setup{bus: bus.Config{AckWait: 500 * time.Millisecond}})
 	h.publish(requested(t, "req-1", validRequest()))
-	h.waitFor("a redelivery after the unacked commit", func() bool {
-		info := h.consumer()
-		return info.Delivered.Consumer >= 2 && info.NumAckPending == 0 && info.AckFloor.Stream >= 1
-	})
+	h.waitRedelivered()
 	h.checkOnce("req-1")
 	if n := h.calls.Load(); n != 1 {
 		t.Errorf("handler runs: got %d, want 1 (the inbox drops the redelivery)", n)

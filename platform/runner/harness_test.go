@@ -25,6 +25,7 @@ import (
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/store/storetest"
 )
 
 // effects records each committed side effect: the handler's own state change.
@@ -168,26 +169,21 @@ func (h *harness) ctx() context.Context {
 // waitFor polls cond until it holds or the deadline passes.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	const within = 15 * time.Second
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			h.t.Fatalf("gave up after %v waiting for %s", within, what)
-		case <-tick.C:
-		}
-	}
+	natstest.WaitFor(h.t, 15*time.Second, what, cond)
+}
+
+// waitRedelivered waits until the first message, committed but not acked,
+// came again and was acked.
+func (h *harness) waitRedelivered() {
+	h.t.Helper()
+	h.waitFor("a redelivery after the unacked commit", func() bool {
+		info := h.consumer()
+		return info.Delivered.Consumer >= 2 && info.NumAckPending == 0 && info.AckFloor.Stream >= 1
+	})
 }
 
 func validRequest() contracts.Request {
-	return contracts.Request{
-		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
-		SourceBranch: "feature", TargetBranch: "main",
-		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
-	}
+	return storetest.Request()
 }
 
 func requested(t testing.TB, id string, r contracts.Request) *event.Event {

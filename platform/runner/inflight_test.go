@@ -50,25 +50,11 @@ func TestCopiesOfOneIDAreHandledInDeliveryOrder(t *testing.T) {
 			for i := 0; i < ids; i++ {
 				id := fmt.Sprintf("dup-%d", i)
 				for n := 1; n <= 2; n++ {
-					r := validRequest()
-					r.PRID, r.PRNumber = contracts.PRID(r.Repo, n), n
-					last = h.publishAs(requested(t, id, r), fmt.Sprintf("%s-copy%d", id, n))
+					last = h.publishCopy(id, n)
 				}
 			}
 			h.settled(last)
-			out := h.outgoing(contracts.SubjectMergeValidated)
-			if len(out) != ids {
-				t.Fatalf("validated events: %d, want %d (one per id)", len(out), ids)
-			}
-			for _, e := range out {
-				env, err := contracts.Open(e)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if env.Req().PRNumber != 1 {
-					t.Errorf("id %v answered for the second body (PR %d), want the first", e.Extensions()[contracts.ExtCausationID], env.Req().PRNumber)
-				}
-			}
+			h.checkFirstBodies(ids)
 			if n := h.calls.Load(); n != ids {
 				t.Errorf("handler runs: %d, want %d (the second copies dropped by the inbox, unhandled)", n, ids)
 			}
@@ -86,25 +72,37 @@ func TestInterleavedCopiesDoNotDeadlock(t *testing.T) {
 	for i := 0; i < ids; i += 2 {
 		for n := 1; n <= 2; n++ {
 			for _, k := range []int{i, i + 1} {
-				r := validRequest()
-				r.PRID, r.PRNumber = contracts.PRID(r.Repo, n), n
-				id := fmt.Sprintf("mix-%d", k)
-				last = h.publishAs(requested(t, id, r), fmt.Sprintf("%s-copy%d", id, n))
+				last = h.publishCopy(fmt.Sprintf("mix-%d", k), n)
 			}
 		}
 	}
 	h.settled(last)
+	h.checkFirstBodies(ids)
+}
+
+// publishCopy publishes copy n of event id, with the body of PR n (its
+// own message id); the stream sequence it got.
+func (h *harness) publishCopy(id string, n int) uint64 {
+	r := validRequest()
+	r.PRID, r.PRNumber = contracts.PRID(r.Repo, n), n
+	return h.publishAs(requested(h.t, id, r), fmt.Sprintf("%s-copy%d", id, n))
+}
+
+// checkFirstBodies checks that ids events were validated, one per id, each
+// answering the body of its first copy (PR 1).
+func (h *harness) checkFirstBodies(ids int) {
+	h.t.Helper()
 	out := h.outgoing(contracts.SubjectMergeValidated)
 	if len(out) != ids {
-		t.Fatalf("validated events: %d, want %d", len(out), ids)
+		h.t.Fatalf("validated events: %d, want %d (one per id)", len(out), ids)
 	}
 	for _, e := range out {
 		env, err := contracts.Open(e)
 		if err != nil {
-			t.Fatal(err)
+			h.t.Fatal(err)
 		}
 		if env.Req().PRNumber != 1 {
-			t.Errorf("id %v kept the second body", e.Extensions()[contracts.ExtCausationID])
+			h.t.Errorf("id %v answered for the second body (PR %d), want the first", e.Extensions()[contracts.ExtCausationID], env.Req().PRNumber)
 		}
 	}
 }

@@ -75,10 +75,7 @@ func TestCrashAfterCommitIsRedeliveredAndDropped(t *testing.T) {
 		},
 	})
 	h.publish(requested(t, "req-1", validRequest()))
-	h.waitFor("a redelivery after the unacked commit", func() bool {
-		info := h.consumer()
-		return info.Delivered.Consumer >= 2 && info.NumAckPending == 0 && info.AckFloor.Stream >= 1
-	})
+	h.waitRedelivered()
 	h.checkOnce("req-1")
 	if n := h.calls.Load(); n != 1 {
 		t.Errorf("handler runs: got %d, want 1 (the inbox drops the redelivery before the handler)", n)

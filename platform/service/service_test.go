@@ -13,17 +13,25 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/service"
+	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/store/storetest"
 )
+
+// surroundings is what a service starts in, for a test: a bounded
+// context, a bus on an embedded NATS, a fresh database and a logger of
+// warnings.
+func surroundings(t *testing.T) (context.Context, *bus.Bus, *sqlite.DB, *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	_, b := natstest.Start(t, bus.Config{})
+	return ctx, b, sqlitetest.Open(t), slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
 
 // A service started with one consumer turns a requested event into a
 // validated one on the bus: consumer, transaction, outbox and relay wired.
 func TestServiceConsumesAndRelays(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, b, db, log := surroundings(t)
 	onRequested := func(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 		out, err := contracts.Follow(env.Event, step.NewID(), contracts.TypeMergeValidated, contracts.ServiceValidator, time.Now(),
 			contracts.Validated{Request: env.Req()})
@@ -46,15 +54,7 @@ func TestServiceConsumesAndRelays(t *testing.T) {
 	}
 	t.Cleanup(run.Stop)
 
-	req, err := contracts.NewRequested("req-1", "https://forge.example/acme", time.Now(), contracts.Request{
-		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
-		SourceBranch: "feature", TargetBranch: "main",
-		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
-	}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Publish(ctx, req); err != nil {
+	if err := b.Publish(ctx, storetest.Requested(t, "req-1")); err != nil {
 		t.Fatal(err)
 	}
 	s, err := b.JS.Stream(ctx, contracts.Stream)
@@ -93,11 +93,7 @@ func TestServiceConsumesAndRelays(t *testing.T) {
 }
 
 func TestServiceStartFailsOnBadConsumer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_, b := natstest.Start(t, bus.Config{})
-	db := sqlitetest.Open(t)
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, b, db, log := surroundings(t)
 	ok := service.Consumer{Spec: bus.ConsumerSpec{Durable: "good", Subjects: []string{contracts.SubjectMergeRequested}}}
 	bad := service.Consumer{Spec: bus.ConsumerSpec{Durable: "bad.name", Subjects: []string{contracts.SubjectMergeRequested}}}
 	run, err := service.Start(ctx, service.Spec{Name: "validator", DB: db, Consumers: []service.Consumer{ok, bad}}, b, log, service.Options{})

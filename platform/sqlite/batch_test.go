@@ -3,11 +3,11 @@ package sqlite_test
 import (
 	"database/sql"
 	"errors"
-	"github.com/prsaga/prsaga/platform/store"
 	"testing"
 	"time"
 
 	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 func TestUpdateEachKeepsEachOutcomeItsOwn(t *testing.T) {
@@ -41,11 +41,7 @@ func TestUpdateEachKeepsEachOutcomeItsOwn(t *testing.T) {
 			sawB = n > 0
 			return put("c")(tx)
 		},
-		func(stx store.Tx) error {
-			tx := stx.(*sqlite.Tx)
-			_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('a', 2)`) // a exists: fails alone
-			return err
-		},
+		insertKV("a", 2), // a exists: fails alone
 	})
 	if err != nil {
 		t.Fatalf("UpdateEach: %v", err)
@@ -72,31 +68,16 @@ func TestUpdateEachKeepsEachOutcomeItsOwn(t *testing.T) {
 func TestUpdateEachPanicRollsBackAll(t *testing.T) {
 	ctx := testContext(t)
 	db, _ := openClock(t)
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("the panic did not propagate")
-			}
-		}()
+	mustPanic(t, "the panic", func() {
 		_, _ = db.UpdateEach(ctx, []func(tx store.Tx) error{
-			func(stx store.Tx) error {
-				tx := stx.(*sqlite.Tx)
-				_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('p', 1)`)
-				return err
-			},
+			insertKV("p", 1),
 			func(tx store.Tx) error { panic("unit bug") },
 		})
-	}()
+	})
 	if _, ok := get(t, db, "p"); ok {
 		t.Error("a unit of the panicking batch was committed")
 	}
-	if err := db.Update(ctx, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
-		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('q', 1)`)
-		return err
-	}); err != nil {
-		t.Fatalf("update after the panic: %v", err)
-	}
+	putKV(t, db, "q", 1, "after the panic")
 }
 
 // Statements are prepared after their first transaction and reused; the

@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
-	"github.com/prsaga/prsaga/platform/store"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -11,27 +10,29 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
-// benchEvents builds n distinct events to emit.
-func benchEvents(b *testing.B, n int) []*event.Event {
+// benchDB opens a fresh database for a benchmark (closed when it ends)
+// and builds n distinct events to emit.
+func benchDB(b *testing.B, n int) (*sqlite.DB, []*event.Event) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "db.sqlite"), sqlite.Options{}, kv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
 	evs := make([]*event.Event, n)
 	for i := range evs {
 		evs[i] = requested(b, fmt.Sprintf("bench-%d", i))
 	}
-	return evs
+	return db, evs
 }
 
 // BenchmarkUnit is one handler transaction as the runner commits it:
 // inbox insert, a state write, one outbox insert.
 func BenchmarkUnit(b *testing.B) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "db.sqlite"), sqlite.Options{}, kv)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	evs := benchEvents(b, b.N+1)
+	db, evs := benchDB(b, b.N+1)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -58,13 +59,8 @@ func unit(stx store.Tx, i int, e *event.Event) error {
 // BenchmarkMarkSent marks 16 relayed rows sent in one statement.
 func BenchmarkMarkSent16(b *testing.B) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "db.sqlite"), sqlite.Options{}, kv)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
 	const per = 16
-	evs := benchEvents(b, (b.N+1)*per)
+	db, evs := benchDB(b, (b.N+1)*per)
 	if err := db.Update(ctx, func(tx store.Tx) error { return tx.Emit(evs...) }); err != nil {
 		b.Fatal(err)
 	}
@@ -86,13 +82,8 @@ func BenchmarkMarkSent16(b *testing.B) {
 // own savepoint (UpdateEach), as the runner does under load.
 func BenchmarkUnitBatch16(b *testing.B) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "db.sqlite"), sqlite.Options{}, kv)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
 	const per = 16
-	evs := benchEvents(b, (b.N+1)*per)
+	db, evs := benchDB(b, (b.N+1)*per)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -118,12 +109,7 @@ func BenchmarkUnitBatch16(b *testing.B) {
 // as a service's workers commit: each call one unit, its own outcome.
 func BenchmarkUnitConcurrent(b *testing.B) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "db.sqlite"), sqlite.Options{}, kv)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	evs := benchEvents(b, b.N+1)
+	db, evs := benchDB(b, b.N+1)
 	var next atomic.Int64
 	b.SetParallelism(4) // 4 × GOMAXPROCS goroutines
 	b.ReportAllocs()

@@ -31,34 +31,39 @@ func encodeHeaders(h nats.Header) (string, error) {
 	b.Grow(n)
 	b.WriteByte('{')
 	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if !plainJSON(k) {
+		if !writePlain(&b, i, k) {
 			return marshalHeaders(h)
 		}
-		b.WriteByte('"')
-		b.WriteString(k)
 		if h[k] == nil {
-			b.WriteString(`":null`)
+			b.WriteString(`:null`)
 			continue
 		}
-		b.WriteString(`":[`)
+		b.WriteString(`:[`)
 		for j, v := range h[k] {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			if !plainJSON(v) {
+			if !writePlain(&b, j, v) {
 				return marshalHeaders(h)
 			}
-			b.WriteByte('"')
-			b.WriteString(v)
-			b.WriteByte('"')
 		}
 		b.WriteByte(']')
 	}
 	b.WriteByte('}')
 	return b.String(), nil
+}
+
+// writePlain writes s, the i-th of its list, as a JSON string (after a
+// comma unless first); false, with b then of no use, when s is not
+// plainJSON.
+func writePlain(b *strings.Builder, i int, s string) bool {
+	if i > 0 {
+		b.WriteByte(',')
+	}
+	if !plainJSON(s) {
+		return false
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+	return true
 }
 
 func marshalHeaders(h nats.Header) (string, error) {

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/prsaga/prsaga/platform/store"
-
 	"github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 func TestCommittedSignalsAfterEmittingCommit(t *testing.T) {
@@ -24,13 +22,7 @@ func TestCommittedSignalsAfterEmittingCommit(t *testing.T) {
 		}
 	}
 	signalled() // whatever opening did
-	if err := db.Update(ctx, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
-		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('a', 1)`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	putKV(t, db, "a", 1, "of a")
 	if signalled() {
 		t.Error("Committed signalled after a commit that emitted nothing")
 	}

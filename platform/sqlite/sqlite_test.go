@@ -66,6 +66,35 @@ func openClock(t *testing.T) (*sqlite.DB, *clock) {
 	return open(t, filepath.Join(t.TempDir(), "db.sqlite"), sqlite.Options{Now: c.Now}, kv), c
 }
 
+// insertKV is a unit that inserts k=v into kv.
+func insertKV(k string, v int) func(store.Tx) error {
+	return func(stx store.Tx) error {
+		_, err := stx.(*sqlite.Tx).Exec(`INSERT INTO kv (k, v) VALUES (?, ?)`, k, v)
+		return err
+	}
+}
+
+// putKV commits k=v in a transaction of its own; when says at which point
+// of the test, for the failure.
+func putKV(t *testing.T, db *sqlite.DB, k string, v int, when string) {
+	t.Helper()
+	if err := db.Update(testContext(t), insertKV(k, v)); err != nil {
+		t.Fatalf("update %s: %v", when, err)
+	}
+}
+
+// mustPanic runs f and fails the test unless f's panic reaches it; what
+// names the panic.
+func mustPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%s did not propagate", what)
+		}
+	}()
+	f()
+}
+
 func get(t *testing.T, db *sqlite.DB, k string) (int, bool) {
 	t.Helper()
 	var v int
@@ -225,13 +254,7 @@ func TestUpdateCommitsOrRollsBack(t *testing.T) {
 		t.Errorf("a=%d after the closure failed, want 1", v)
 	}
 	// The single writer connection is free again.
-	if err := db.Update(ctx, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
-		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('c', 3)`)
-		return err
-	}); err != nil {
-		t.Fatalf("update after a rollback: %v", err)
-	}
+	putKV(t, db, "c", 3, "after a rollback")
 }
 
 func TestMarkProcessed(t *testing.T) {
@@ -294,13 +317,7 @@ func TestConcurrentUpdates(t *testing.T) {
 	// Two handles on one file, as two processes (or a service and the CLI)
 	// would have: the single-connection writer does not serialise them.
 	dbs := []*sqlite.DB{open(t, path, sqlite.Options{}, kv), open(t, path, sqlite.Options{}, kv)}
-	if err := dbs[0].Update(ctx, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
-		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('n', 0)`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	putKV(t, dbs[0], "n", 0, "of n")
 	const workers, increments = 8, 50
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*increments)
@@ -338,14 +355,7 @@ func TestConcurrentUpdates(t *testing.T) {
 
 func TestSqlitetestOpen(t *testing.T) {
 	db := sqlitetest.Open(t, kv)
-	ctx := testContext(t)
-	if err := db.Update(ctx, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
-		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('a', 1)`)
-		return err
-	}); err != nil {
-		t.Fatalf("update on a sqlitetest database: %v", err)
-	}
+	putKV(t, db, "a", 1, "on a sqlitetest database")
 }
 
 func TestUpdateSurvivesPanickingClosure(t *testing.T) {
@@ -353,27 +363,17 @@ func TestUpdateSurvivesPanickingClosure(t *testing.T) {
 	// on its single writer connection afterwards.
 	ctx := testContext(t)
 	db, _ := openClock(t)
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("the closure's panic did not propagate")
-			}
-		}()
+	mustPanic(t, "the closure's panic", func() {
 		_ = db.Update(ctx, func(stx store.Tx) error {
-			tx := stx.(*sqlite.Tx)
-			if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('p', 1)`); err != nil {
+			if err := insertKV("p", 1)(stx); err != nil {
 				return err
 			}
 			panic("handler bug")
 		})
-	}()
+	})
 	short, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := db.Update(short, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
-		_, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('q', 1)`)
-		return err
-	}); err != nil {
+	if err := db.Update(short, insertKV("q", 1)); err != nil {
 		t.Fatalf("update after a panicking closure: %v", err)
 	}
 	if _, ok := get(t, db, "p"); ok {

@@ -18,6 +18,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/service"
+	"github.com/prsaga/prsaga/platform/store/storetest"
 	"github.com/prsaga/prsaga/platform/telemetry"
 )
 
@@ -36,8 +37,7 @@ func newTelemetry(t *testing.T, exp sdktrace.SpanExporter) *telemetry.Telemetry 
 
 func requested(t *testing.T, traceParent string) contracts.Envelope {
 	t.Helper()
-	r := contracts.Request{PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1, SourceBranch: "feature",
-		TargetBranch: "main", HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice"}
+	r := storetest.Request()
 	e, err := contracts.New("req-1", contracts.TypeMergeRequested, "https://forge.example/acme", r.PRID, time.Now(), r,
 		contracts.Meta{CorrelationID: "req-1", Attempt: 1, TraceParent: traceParent})
 	if err != nil {

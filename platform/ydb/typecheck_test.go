@@ -16,14 +16,6 @@ import (
 // against the migrations (see ydbcheck). A statement declared in the
 // package and missing here fails the test.
 func TestStatementsTypeCheck(t *testing.T) {
-	schema, err := ydbcheck.LoadSchema(SchemaStatements())
-	if err != nil {
-		t.Fatal(err)
-	}
-	declared, err := ydbcheck.Declared(".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	row := store.OutboxRow{ID: "e-1", Subject: "s", Header: nats.Header{"A": {"b"}}, Body: []byte("{}"), CreatedAt: now}
 	marked := []inboxKey{{"c", "e-1"}}
@@ -36,7 +28,7 @@ func TestStatementsTypeCheck(t *testing.T) {
 	if in != qInboxInsert || out != qOutboxInsert {
 		t.Fatalf("flush statements %q, %q", in, out)
 	}
-	ydbcheck.Run(t, schema, declared, []ydbcheck.Case{
+	ydbcheck.LoadPackage(SchemaStatements()).Run(t, []ydbcheck.Case{
 		{Name: "qMigrationApplied", YQL: qMigrationApplied, Params: migrationParams("c", "0001_x.yql"), Scan: scanMigrationApplied},
 		{Name: "qRecordMigration", YQL: qRecordMigration, Params: recordMigrationParams("c", "0001_x.yql", now)},
 		{Name: "qInboxSeen", YQL: qInboxSeen, Params: inboxKeyParams("c", "e-1"), Scan: scanInboxSeen},

@@ -41,3 +41,20 @@ func deadline(ctx context.Context) time.Time {
 	d, _ := ctx.Deadline()
 	return d
 }
+
+// WaitFor polls cond until it holds, failing the test with what after
+// within: the tests' one way to wait for something asynchronous.
+func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("gave up after %v waiting for %s", within, what)
+		case <-tick.C:
+		}
+	}
+}

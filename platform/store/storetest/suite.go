@@ -44,14 +44,19 @@ func Context(t *testing.T) context.Context {
 	return ctx
 }
 
-// Requested builds a merge-requested event with the given id.
-func Requested(t testing.TB, id string) *event.Event {
-	t.Helper()
-	e, err := contracts.NewRequested(id, "https://forge.example/acme", T0, contracts.Request{
+// Request is a valid merge request, the platform tests' sample.
+func Request() contracts.Request {
+	return contracts.Request{
 		PRID: "acme/widgets#1", Repo: "acme/widgets", PRNumber: 1,
 		SourceBranch: "feature", TargetBranch: "main",
 		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", RequestedBy: "alice",
-	}, "")
+	}
+}
+
+// Requested builds a merge-requested event of Request with the given id.
+func Requested(t testing.TB, id string) *event.Event {
+	t.Helper()
+	e, err := contracts.NewRequested(id, "https://forge.example/acme", T0, Request(), "")
 	if err != nil {
 		t.Fatalf("build requested: %v", err)
 	}

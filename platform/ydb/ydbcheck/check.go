@@ -179,26 +179,33 @@ func sdkType(t Type) types.Type {
 // checkParams compares the parameters the adapter builds with the rules:
 // the same names, and each value's type as the rule says.
 func checkParams(ty Typed, p ydbsdk.Params) []error {
-	var errs []error
 	got := map[string]types.Value{}
 	if p != nil {
 		for name, v := range p.Range() {
 			got[name] = v
 		}
 	}
-	for name, rule := range ty.Params {
-		v, ok := got[name]
+	return fitAll(ty.Params, got, "parameter", "is not bound", "is bound but the statement does not use it")
+}
+
+// fitAll checks values against rules by name (what: "parameter",
+// "member"); missing says what is wrong with a rule no value answers,
+// unused with a value no rule reads.
+func fitAll(rules map[string]ParamRule, vals map[string]types.Value, what, missing, unused string) []error {
+	var errs []error
+	for name, rule := range rules {
+		v, ok := vals[name]
 		if !ok {
-			errs = append(errs, fmt.Errorf("parameter %s (%s) is not bound", name, rule.Why))
+			errs = append(errs, fmt.Errorf("%s %s (%s) %s", what, name, rule.Why, missing))
 			continue
 		}
 		if err := fits(rule, v); err != nil {
-			errs = append(errs, fmt.Errorf("parameter %s: %w", name, err))
+			errs = append(errs, fmt.Errorf("%s %s: %w", what, name, err))
 		}
 	}
-	for name := range got {
-		if _, ok := ty.Params[name]; !ok {
-			errs = append(errs, fmt.Errorf("parameter %s is bound but the statement does not use it", name))
+	for name := range vals {
+		if _, ok := rules[name]; !ok {
+			errs = append(errs, fmt.Errorf("%s %s %s", what, name, unused))
 		}
 	}
 	return errs
@@ -217,23 +224,7 @@ func fits(rule ParamRule, v types.Value) error {
 		if err != nil {
 			return fmt.Errorf("%s wants a List<Struct>, got %s", rule.Why, v.Type().Yql())
 		}
-		var errs []error
-		for name, r := range rule.Fields {
-			f, ok := fields[name]
-			if !ok {
-				errs = append(errs, fmt.Errorf("member %s (%s) missing from %s", name, r.Why, v.Type().Yql()))
-				continue
-			}
-			if err := fits(r, f); err != nil {
-				errs = append(errs, fmt.Errorf("member %s: %w", name, err))
-			}
-		}
-		for name := range fields {
-			if _, ok := rule.Fields[name]; !ok {
-				errs = append(errs, fmt.Errorf("member %s is bound but not read", name))
-			}
-		}
-		return errors.Join(errs...)
+		return errors.Join(fitAll(rule.Fields, fields, "member", "missing from "+v.Type().Yql(), "is bound but not read")...)
 	}
 	want := sdkType(rule.Type)
 	got := v.Type()

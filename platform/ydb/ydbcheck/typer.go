@@ -394,16 +394,23 @@ func (s Schema) target(q, verb string) (*Table, string, error) {
 	return t, strings.TrimSpace(strings.TrimPrefix(rest, f[0])), nil
 }
 
+// onTarget reads the table of an UPDATE or DELETE and, in its ON form
+// (on true), the columns the statement's SELECT writes.
+func (s Schema) onTarget(q, verb string, ty *Typed) (t *Table, rest string, on bool, written []string, err error) {
+	t, rest, err = s.target(q, verb)
+	if err != nil || !strings.HasPrefix(rest, "ON ") {
+		return t, rest, false, nil, err
+	}
+	written, err = asTable(t, strings.TrimPrefix(rest, "ON "), ty, true)
+	return t, rest, true, written, err
+}
+
 func (s Schema) update(q string, ty *Typed) error {
-	t, rest, err := s.target(q, "UPDATE ")
+	t, rest, on, written, err := s.onTarget(q, "UPDATE ", ty)
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(rest, "ON ") {
-		written, err := asTable(t, strings.TrimPrefix(rest, "ON "), ty, true)
-		if err != nil {
-			return err
-		}
+	if on {
 		for _, k := range t.Key {
 			if !slices.Contains(written, k) {
 				return fmt.Errorf("UPDATE ON %s without key column %s", t.Name, k)
@@ -436,15 +443,11 @@ func (s Schema) update(q string, ty *Typed) error {
 }
 
 func (s Schema) delete(q string, ty *Typed) error {
-	t, rest, err := s.target(q, "DELETE FROM ")
+	t, rest, on, written, err := s.onTarget(q, "DELETE FROM ", ty)
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(rest, "ON ") {
-		written, err := asTable(t, strings.TrimPrefix(rest, "ON "), ty, true)
-		if err != nil {
-			return err
-		}
+	if on {
 		if !slices.Equal(written, t.Key) {
 			return fmt.Errorf("DELETE ON %s with columns %v, want exactly the key %v", t.Name, written, t.Key)
 		}

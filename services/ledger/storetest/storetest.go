@@ -17,23 +17,23 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/store"
 	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
 	"github.com/prsaga/prsaga/services/ledger"
+	"github.com/prsaga/prsaga/services/ledger/server"
 )
 
 // Adapter is the ledger's tables on one store.
-type Adapter struct {
-	DB    store.DB
-	Store *ledger.Store
-}
+type Adapter = pstoretest.Tables[*ledger.Store]
 
 // Opener opens a fresh database of one store with the ledger's schema.
-type Opener func(t *testing.T, now func() time.Time) Adapter
+type Opener = pstoretest.TablesOpener[*ledger.Store]
+
+// Suite is the ledger's part of the store conformance suite.
+var Suite = pstoretest.Suite[*ledger.Store]{SQLite: server.Module.SQLite, YDB: server.Module.YDB, Adapter: server.Adapter, Run: Run}
 
 var t0 = time.Date(2030, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// Run runs the ledger's suite.
+// Run runs the ledger's suite on the tables open gives (see Suite).
 func Run(t *testing.T, open Opener) {
 	t.Run("SaveSagaIsConditional", func(t *testing.T) { testSaveSaga(t, open) })
 	t.Run("ConcurrentUpdatersOneWinner", func(t *testing.T) { testOneWinner(t, open) })
@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("StepWindow", func(t *testing.T) { testStepWindow(t, open) })
 	t.Run("RetryAnswers", func(t *testing.T) { testRetryAnswers(t, open) })
 	t.Run("OutboxStatus", func(t *testing.T) { testOutboxStatus(t, open) })
+	t.Run("BindOtherTx", func(t *testing.T) { pstoretest.BindOtherTx(t, open(t, pstoretest.NewClock(t0).Now).Store.Bind) })
 }
 
 // Row is an existing row of pr in state, created and updated at at.

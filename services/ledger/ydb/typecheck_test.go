@@ -18,10 +18,6 @@ import (
 // the migrations (see platform/ydb/ydbcheck). A statement declared in the
 // package and missing here fails the test.
 func TestStatementsTypeCheck(t *testing.T) {
-	schema, declared, err := ydbcheck.LoadPackage(pydb.SchemaStatements(Migrations))
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	row := contracts.Row{PRID: "acme/a#1", Repo: "acme/a", CorrelationID: "c", State: contracts.StateMerging, CreatedAt: now, UpdatedAt: now}
 	tr := ledger.Transition{Seq: 1, CorrelationID: "c", From: contracts.StateValidating, To: contracts.StateMerging, At: now}
@@ -38,7 +34,7 @@ func TestStatementsTypeCheck(t *testing.T) {
 	event := func(r query.Row) error { _, err := scanEvent(r); return err }
 	text := func(r query.Row) error { _, err := scanText(r); return err }
 	stuck := ledger.Filter{Stuck: true, Limit: 10, Repo: "acme/a"}
-	ydbcheck.Run(t, schema, declared, []ydbcheck.Case{
+	ydbcheck.LoadPackage(pydb.SchemaStatements(Migrations)).Run(t, []ydbcheck.Case{
 		{Name: "qPing", YQL: qPing, Params: prKey(""), Scan: text},
 		{Name: "qSaga", YQL: qSaga, Params: prKey("p"), Scan: saga},
 		{Name: "qSagaVersion", YQL: qSagaVersion, Params: prKey("p"), Scan: func(r query.Row) error { _, err := scanVersion(r); return err }},

@@ -16,17 +16,9 @@ import (
 // the migrations (see platform/ydb/ydbcheck). A statement declared in the
 // package and missing here fails the test.
 func TestStatementsTypeCheck(t *testing.T) {
-	schema, err := ydbcheck.LoadSchema(pydb.SchemaStatements(Migrations))
-	if err != nil {
-		t.Fatal(err)
-	}
-	declared, err := ydbcheck.Declared(".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	entry := gitrepo.JournalEntry{PRID: "acme/a#1", Commit: "c", Repo: "acme/a", TargetBranch: "main", Strategy: "squash", Base: "b", CorrelationID: "r"}
-	ydbcheck.Run(t, schema, declared, []ydbcheck.Case{
+	ydbcheck.LoadPackage(pydb.SchemaStatements(Migrations)).Run(t, []ydbcheck.Case{
 		{Name: "qRecorded", YQL: qRecorded, Params: recordedParams("acme/a#1"), Scan: func(r query.Row) error { _, err := scanSHA(r); return err }},
 		{Name: "qRecord", YQL: qRecord, Params: recordParams(entry, now)},
 	})

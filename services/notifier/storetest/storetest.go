@@ -4,53 +4,29 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
 
-	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
-	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/notifier"
 	"github.com/prsaga/prsaga/services/notifier/server"
 )
 
 // Adapter is the notifier's tables on one store.
-type Adapter struct {
-	DB    store.DB
-	Store server.Store
-}
+type Adapter = pstoretest.Tables[server.Store]
 
-// Schema is the notifier's tables, for pstoretest.Stores.
-var Schema = pstoretest.Schema{SQLite: []psqlite.Migrations{server.Module.SQLite}, YDB: []pydb.Migrations{server.Module.YDB}}
-
-// Run runs the notifier's suite on the databases open gives, through the
-// adapter server.Adapter picks for each: pass it to pstoretest.Stores.
-func Run(t *testing.T, open pstoretest.Opener) {
-	fresh := func(t *testing.T) Adapter {
-		db := open(t, pstoretest.NewClock(pstoretest.T0).Now)
-		st, err := server.Adapter(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Adapter{DB: db, Store: st}
-	}
+// Run runs the notifier's suite on the tables open gives (see Suite).
+func Run(t *testing.T, open pstoretest.TablesOpener[server.Store]) {
+	fresh := func(t *testing.T) Adapter { return open(t, pstoretest.NewClock(pstoretest.T0).Now) }
 	t.Run("ReplaceWatchers", func(t *testing.T) { testWatchers(t, fresh(t)) })
 	t.Run("Deliveries", func(t *testing.T) { testDeliveries(t, fresh(t)) })
-	t.Run("BindOtherTx", func(t *testing.T) { testBindOtherTx(t, fresh(t)) })
+	t.Run("BindOtherTx", func(t *testing.T) { pstoretest.BindOtherTx(t, fresh(t).Store.Bind) })
 }
 
-// otherTx is a transaction of some other store.
-type otherTx struct{ store.Tx }
-
-// A transaction the adapter did not open is refused, not misused.
-func testBindOtherTx(t *testing.T, a Adapter) {
-	if tx, err := a.Store.Bind(otherTx{}); !errors.Is(err, store.ErrWrongTx) || tx != nil {
-		t.Errorf("Bind(another store's tx) = %v, %v; want store.ErrWrongTx", tx, err)
-	}
-}
+// Suite is the notifier's part of the store conformance suite.
+var Suite = pstoretest.Suite[server.Store]{SQLite: server.Module.SQLite, YDB: server.Module.YDB, Adapter: server.Adapter, Run: Run}
 
 func watcher(repo, url string) notifier.Watcher {
 	return notifier.Watcher{ID: notifier.WatcherID(repo, url), Repo: repo, URL: url, Secret: "s-" + url}

@@ -16,16 +16,8 @@ import (
 // the migrations (see platform/ydb/ydbcheck). A statement declared in the
 // package and missing here fails the test.
 func TestStatementsTypeCheck(t *testing.T) {
-	schema, err := ydbcheck.LoadSchema(pydb.SchemaStatements(Migrations))
-	if err != nil {
-		t.Fatal(err)
-	}
-	declared, err := ydbcheck.Declared(".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	ydbcheck.Run(t, schema, declared, []ydbcheck.Case{
+	ydbcheck.LoadPackage(pydb.SchemaStatements(Migrations)).Run(t, []ydbcheck.Case{
 		{Name: "qDeleteWatchers", YQL: qDeleteWatchers, Params: repoParams("acme/a")},
 		{Name: "qPutWatchers", YQL: qPutWatchers, Params: putWatchersParams("acme/a", []notifier.Watcher{{ID: "w", URL: "http://x", Secret: "s"}}, now)},
 		{Name: "qWatchers", YQL: qWatchers, Params: repoParams("acme/a"), Scan: func(r query.Row) error { _, err := scanWatcher(r); return err }},

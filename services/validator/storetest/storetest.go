@@ -4,23 +4,22 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prsaga/prsaga/platform/store"
 	pstoretest "github.com/prsaga/prsaga/platform/store/storetest"
 	"github.com/prsaga/prsaga/services/validator"
+	"github.com/prsaga/prsaga/services/validator/server"
 )
 
 // Adapter is the validator's tables on one store.
-type Adapter struct {
-	DB    store.DB
-	Store validator.Store
-}
+type Adapter = pstoretest.Tables[validator.Store]
+
+// Suite is the validator's part of the store conformance suite.
+var Suite = pstoretest.Suite[validator.Store]{SQLite: server.Module.SQLite, YDB: server.Module.YDB, Adapter: server.Adapter, Run: Run}
 
 // tables opens a fresh database with open and returns its adapter and the
 // validator over its tables (what writes them outside the runner's commits);
@@ -32,28 +31,19 @@ func tables(t *testing.T, open Opener, now func() time.Time) (Adapter, *validato
 
 // Opener opens a fresh database of one store with the validator's schema
 // and returns its adapter; now is the clock of statuses and transactions.
-type Opener func(t *testing.T, now func() time.Time) Adapter
+type Opener = pstoretest.TablesOpener[validator.Store]
 
 const sha = "1111111111111111111111111111111111111111"
 
-// Run runs the validator's suite.
+// Run runs the validator's suite on the tables open gives (see Suite).
 func Run(t *testing.T, open Opener) {
 	t.Run("StatusesLatestWins", func(t *testing.T) { testStatuses(t, open) })
 	t.Run("Protection", func(t *testing.T) { testProtection(t, open) })
 	t.Run("LockRoundTrip", func(t *testing.T) { testLockRoundTrip(t, open) })
 	t.Run("LockOneWinner", func(t *testing.T) { testLockOneWinner(t, open) })
-	t.Run("BindOtherTx", func(t *testing.T) { testBindOtherTx(t, open) })
-}
-
-// otherTx is a transaction of some other store.
-type otherTx struct{ store.Tx }
-
-// A transaction the adapter did not open is refused, not misused.
-func testBindOtherTx(t *testing.T, open Opener) {
-	a := open(t, pstoretest.NewClock(pstoretest.T0).Now)
-	if tx, err := a.Store.Bind(otherTx{}); !errors.Is(err, store.ErrWrongTx) || tx != nil {
-		t.Errorf("Bind(another store's tx) = %v, %v; want store.ErrWrongTx", tx, err)
-	}
+	t.Run("BindOtherTx", func(t *testing.T) {
+		pstoretest.BindOtherTx(t, open(t, pstoretest.NewClock(pstoretest.T0).Now).Store.Bind)
+	})
 }
 
 func testStatuses(t *testing.T, open Opener) {

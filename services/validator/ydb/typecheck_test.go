@@ -16,16 +16,8 @@ import (
 // against the migrations (see platform/ydb/ydbcheck). A statement declared
 // in the package and missing here fails the test.
 func TestStatementsTypeCheck(t *testing.T) {
-	schema, err := ydbcheck.LoadSchema(pydb.SchemaStatements(Migrations))
-	if err != nil {
-		t.Fatal(err)
-	}
-	declared, err := ydbcheck.Declared(".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	ydbcheck.Run(t, schema, declared, []ydbcheck.Case{
+	ydbcheck.LoadPackage(pydb.SchemaStatements(Migrations)).Run(t, []ydbcheck.Case{
 		{Name: "qStatuses", YQL: qStatuses, Params: statusesParams("acme/a", "abc"), Scan: func(r query.Row) error { _, err := scanStatus(r); return err }},
 		{Name: "qPutStatus", YQL: qPutStatus, Params: statusParams("acme/a", "abc", validator.Status{Context: "ci", State: "success", UpdatedAt: now})},
 		{Name: "qProtection", YQL: qProtection, Params: protectionKey("acme/a", "main"), Scan: func(r query.Row) error { _, _, err := scanProtection(r, nil, "acme/a", "main"); return err }},
