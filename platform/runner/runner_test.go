@@ -307,3 +307,57 @@ func TestHandlingContextIsNotCancelable(t *testing.T) {
 		t.Error("the handler got a cancelable context")
 	}
 }
+
+// A consumer that meets a version of an event type it does not know (a
+// newer service publishing prsaga.merge.validated.v2 during a rolling
+// upgrade, docs/operating.md "Event versions") dead-letters it with a
+// reason naming the type: not a crash, not a loss, not a retry loop; the
+// known version on the same subject is handled as before.
+func TestUnknownEventVersionIsDeadLettered(t *testing.T) {
+	h := start(t, setup{
+		durable: contracts.ConsumerMerger,
+		subject: contracts.SubjectMergeValidated,
+		out: func(env contracts.Envelope) (*event.Event, error) {
+			return contracts.Follow(env.Event, step.NewID(), contracts.TypeMerged, contracts.ServiceMerger, time.Now(),
+				contracts.Merged{Request: env.Req(), MergeSHA: strings.Repeat("c", 40)})
+		},
+	})
+	req := requested(t, "req-1", validRequest())
+	validated := func(id string) *event.Event {
+		e, err := contracts.New(id, contracts.TypeMergeValidated, contracts.Source(contracts.ServiceValidator), "acme/widgets#1", time.Now(),
+			contracts.Validated{Request: validRequest()},
+			contracts.Meta{CorrelationID: req.ID(), CausationID: req.ID(), Attempt: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	const v2 = "prsaga.merge.validated.v2"
+	newer := validated("val-v2")
+	newer.SetType(v2)
+	msg, err := bus.Encode(contracts.SubjectMergeValidated, newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.b.PublishMsg(h.ctx(), msg); err != nil {
+		t.Fatal(err)
+	}
+	h.settled(h.publish(validated("val-v1")))
+
+	dlq := h.rawInStream(contracts.DLQStream, contracts.DLQSubject(contracts.ConsumerMerger))
+	if len(dlq) != 1 {
+		t.Fatalf("DLQ messages: got %d, want 1 (the v2 event)", len(dlq))
+	}
+	if r := dlq[0].Header.Get(contracts.DLQReasonHeader); !strings.Contains(r, v2) {
+		t.Errorf("DLQ reason %q does not name the unknown type %s", r, v2)
+	}
+	if got := dlq[0].Header.Get("ce-id"); got != "val-v2" {
+		t.Errorf("DLQ copy ce-id: got %q, want val-v2", got)
+	}
+	if n := h.committedEffects("val-v1"); n != 1 {
+		t.Errorf("committed effects of the v1 event: got %d, want 1", n)
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("handler runs: got %d, want 1 (never for the v2 event)", n)
+	}
+}
