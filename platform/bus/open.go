@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"fmt"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -30,4 +32,15 @@ func CheckPayload(env contracts.Envelope) error {
 		return nil
 	}
 	return env.ValidatePayload()
+}
+
+// CheckSubject checks that an opened event arrived on the subject of its
+// type (design §3): a consumer subscribed to a step's subject must not hand
+// its handler another step's event, which it would refuse on every
+// delivery until the step gave up.
+func CheckSubject(env contracts.Envelope, subject string) error {
+	if want, ok := contracts.SubjectFor(env.Event.Type()); ok && want != subject {
+		return fmt.Errorf("event type %s belongs on %s, not on %s", env.Event.Type(), want, subject)
+	}
+	return nil
 }

@@ -361,3 +361,44 @@ func TestUnknownEventVersionIsDeadLettered(t *testing.T) {
 		t.Errorf("handler runs: got %d, want 1 (never for the v2 event)", n)
 	}
 }
+
+// An event published on another step's subject (a foreign or buggy
+// publisher) is dead-lettered with a reason naming its type and subject,
+// instead of reaching a handler that would refuse it on every delivery
+// until the step gave up.
+func TestEventOnAnotherSubjectIsDeadLettered(t *testing.T) {
+	h := start(t, setup{
+		durable: contracts.ConsumerMerger,
+		subject: contracts.SubjectMergeValidated,
+		out: func(env contracts.Envelope) (*event.Event, error) {
+			return contracts.Follow(env.Event, step.NewID(), contracts.TypeMerged, contracts.ServiceMerger, time.Now(),
+				contracts.Merged{Request: env.Req(), MergeSHA: strings.Repeat("c", 40)})
+		},
+	})
+	req := requested(t, "req-1", validRequest())
+	merged, err := contracts.New("merged-1", contracts.TypeMerged, contracts.Source(contracts.ServiceMerger), "acme/widgets#1", time.Now(),
+		contracts.Merged{Request: validRequest(), MergeSHA: strings.Repeat("c", 40)},
+		contracts.Meta{CorrelationID: req.ID(), CausationID: req.ID(), Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := bus.Encode(contracts.SubjectMergeValidated, merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := h.b.PublishMsg(h.ctx(), msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.settled(ack.Sequence)
+	dlq := h.rawInStream(contracts.DLQStream, contracts.DLQSubject(contracts.ConsumerMerger))
+	if len(dlq) != 1 {
+		t.Fatalf("DLQ messages: got %d, want 1", len(dlq))
+	}
+	if r := dlq[0].Header.Get(contracts.DLQReasonHeader); !strings.Contains(r, contracts.TypeMerged) || !strings.Contains(r, contracts.SubjectMergeValidated) {
+		t.Errorf("DLQ reason %q does not name the type and the subject", r)
+	}
+	if n := h.calls.Load(); n != 0 {
+		t.Errorf("handler runs: got %d, want 0", n)
+	}
+}

@@ -23,6 +23,9 @@ import (
 func (r *Runner) open(ctx context.Context, m jetstream.Msg) *unit {
 	env, err := bus.Open(m.Headers(), m.Data())
 	if err == nil {
+		err = bus.CheckSubject(env, m.Subject())
+	}
+	if err == nil {
 		err = bus.CheckPayload(env)
 	}
 	if err != nil {
