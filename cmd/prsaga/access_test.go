@@ -45,6 +45,9 @@ var routeCases = []routeCase{
 	{"GET /api/v1/sagas/{rest...}", "GET", "/api/v1/sagas/acme/widgets/1", "", 401, 400, 400},
 	{"POST /api/v1/sagas/{pr}/retry", "POST", "/api/v1/sagas/" + routePR + "/retry", "", 401, 401, 404},
 	{"GET /api/v1/runs/{id}", "GET", "/api/v1/runs/no-such-run", "", 401, 404, 404},
+	{"POST /api/v1/retries", "POST", "/api/v1/retries", `{"dry_run":true}`, 401, 401, 202},
+	{"GET /api/v1/retries/{id}", "GET", "/api/v1/retries/no-such-job", "", 401, 404, 404},
+	{"DELETE /api/v1/retries/{id}", "DELETE", "/api/v1/retries/no-such-job", "", 401, 401, 404},
 	{"GET /api/v1/stats", "GET", "/api/v1/stats", "", 401, 200, 200},
 	{"POST /api/v1/merge-requests", "POST", "/api/v1/merge-requests", "{}", 401, 401, 400},
 	// ledger dashboard: a page without a token sends the browser to log in

@@ -15,7 +15,7 @@ var verbSummary = map[string]string{
 	"status":   "show one saga: prsaga status <pr>, e.g. prsaga status 'acme/widgets#42'",
 	"list":     "list sagas: prsaga list [--state S] [--repo R] [--stuck] [--limit N]",
 	"history":  "show a saga's transitions: prsaga history <pr>",
-	"retry":    "retry a failed saga by replaying its failed step's trigger: prsaga retry <pr> [--dry-run] [--force] [--wait D]",
+	"retry":    "retry a failed saga by replaying its failed step's trigger: prsaga retry <pr> [--dry-run] [--force] [--wait D] | prsaga retry --all [--step S] [--repo R] [--since 2h] [--reason RE] [--limit N] [--rate N] [--dry-run]",
 	"trace":    "one timeline of a run from every service's log lines and the ledger: prsaga trace <correlation-id | pr>",
 	"dlq":      "dead letters on NATS: prsaga dlq list [--consumer C] | show <seq> | redrive <seq>... | redrive --all",
 	"watchdog": "one tick of the ledger's watchdog, for cron or a scheduled function: prsaga watchdog --once",

@@ -39,6 +39,7 @@ usage: prsaga <command> [arguments] [flags]
   list                list sagas [--state S] [--repo R] [--stuck] [--limit N]
   history <pr>        show a saga's transitions (time, time in state, who)
   retry <pr>          retry a failed saga: replay its failed step's trigger [--dry-run] [--force] [--wait D]
+  retry --all         retry every failed saga a filter selects [--step --repo --since --reason --limit --rate --dry-run]
   trace <corr-id|pr>  one timeline of a run from every service's log lines and the ledger, with step
                       durations and gaps [--logs DIR] [--json] [--follow] [--gap D]
   dlq list|show|redrive  dead letters on NATS: list [--consumer C], show <seq>, redrive <seq>...|--all

@@ -19,14 +19,37 @@ import (
 func cmdRetry(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	var o client.RetryOptions
 	var wait time.Duration
+	var all bool
+	var bulk client.BulkRetry
+	var since string
 	c, pos, asJSON, code := clientFlags("retry", args, getenv, stderr, func(fs *flag.FlagSet) {
-		fs.BoolVar(&o.DryRun, "dry-run", false, "show the event that would be replayed; change nothing")
+		fs.BoolVar(&o.DryRun, "dry-run", false, "show the event that would be replayed (with --all: list what would be replayed and why); change nothing")
 		fs.BoolVar(&o.Force, "force", false, "retry a failure its step marked not retryable")
 		fs.StringVar(&o.IdempotencyKey, "key", "", "Idempotency-Key: a repeated call with the same key gets the first answer")
 		fs.DurationVar(&wait, "wait", 0, "wait up to this long for the saga to end (MERGED or MERGE_FAILED)")
+		fs.BoolVar(&all, "all", false, "retry every MERGE_FAILED saga the filters select (--step, --repo, --since, --reason, --limit), each once")
+		fs.StringVar(&bulk.Step, "step", "", "with --all: only sagas failed at this step (VALIDATING, MERGING, NOTIFYING, INDEXING)")
+		fs.StringVar(&bulk.Repo, "repo", "", "with --all: only this repository (owner/name)")
+		fs.StringVar(&since, "since", "", "with --all: only sagas failed since this long ago (2h) or this time (RFC 3339)")
+		fs.StringVar(&bulk.Reason, "reason", "", "with --all: only sagas whose last error matches this regular expression")
+		fs.IntVar(&bulk.Limit, "limit", 0, "with --all: at most this many sagas (0: all, up to 10000)")
+		fs.Float64Var(&bulk.Rate, "rate", 0, "with --all: at most this many replays per second (0: no limit)")
 	})
 	if code >= 0 {
 		return code
+	}
+	if all {
+		if len(pos) != 0 || o.IdempotencyKey != "" || wait != 0 {
+			fmt.Fprintln(stderr, "usage: prsaga retry --all [--step S] [--repo R] [--since 2h|TIME] [--reason RE] [--limit N] [--rate N] [--dry-run] [--force] (no <pr>, --key or --wait)")
+			return exitUsage
+		}
+		t, err := sinceTime(since, time.Now())
+		if err != nil {
+			fmt.Fprintf(stderr, "prsaga retry: --since: %v\n", err)
+			return exitUsage
+		}
+		bulk.Since, bulk.DryRun, bulk.Force = t, o.DryRun, o.Force
+		return retryAll(ctx, c, bulk, asJSON, stdout, stderr)
 	}
 	pr, ok := onePR("retry", pos, stderr)
 	if !ok {

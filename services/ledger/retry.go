@@ -41,6 +41,8 @@ type RetryAnswer struct {
 	// Repeated: this is the stored answer of an earlier call with the same
 	// Idempotency-Key.
 	Repeated bool `json:"-"`
+	// NotFailed: refused because the saga is not MERGE_FAILED (any more).
+	NotFailed bool `json:"-"`
 }
 
 // Replay is the trigger event a retry puts into the outbox.
@@ -63,6 +65,7 @@ var ErrKeyReused = errors.New("idempotency key already used for another saga")
 type refusal struct {
 	msg        string
 	needsForce bool
+	notFailed  bool // the saga is not (or no longer) MERGE_FAILED
 }
 
 func (r refusal) Error() string { return r.msg }
@@ -114,7 +117,7 @@ func (r *Retrier) Retry(ctx context.Context, req RetryRequest) (RetryAnswer, err
 		var rf refusal
 		switch {
 		case errors.As(err, &rf):
-			ans.Refused, ans.NeedsForce = rf.msg, rf.needsForce
+			ans.Refused, ans.NeedsForce, ans.NotFailed = rf.msg, rf.needsForce, rf.notFailed
 		case err != nil:
 			return err
 		default:
@@ -153,7 +156,7 @@ func (p *Projector) retry(ctx context.Context, tx Tx, req RetryRequest, id strin
 	}
 	d, err := contracts.Retry(row)
 	if err != nil {
-		return Replay{}, refuse("%s", err.Error())
+		return Replay{}, refusal{msg: err.Error(), notFailed: true}
 	}
 	step := row.FailedStep
 	if !row.TimedOut && !req.Force {

@@ -74,6 +74,9 @@ type API struct {
 
 	keyOnce sync.Once
 	key     []byte
+
+	jobsOnce sync.Once
+	jobs     *jobs // bulk retries (retries.go)
 }
 
 // Routes registers the ledger's routes on mux.
@@ -86,6 +89,9 @@ func (a *API) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/sagas/{pr}/events", read(a.sagaEvents))
 	mux.HandleFunc("GET /api/v1/sagas/{rest...}", read(a.unescapedPR))
 	mux.HandleFunc("POST /api/v1/sagas/{pr}/retry", a.Tokens.Require(a.postRetry))
+	mux.HandleFunc("POST /api/v1/retries", a.Tokens.Require(a.postRetries))
+	mux.HandleFunc("GET /api/v1/retries/{id}", read(a.getRetries))
+	mux.HandleFunc("DELETE /api/v1/retries/{id}", a.Tokens.Require(a.deleteRetries))
 	mux.HandleFunc("GET /api/v1/runs/{id}", read(a.getRun))
 	mux.HandleFunc("GET /api/v1/stats", read(a.stats))
 	mux.HandleFunc("POST /api/v1/merge-requests", a.Tokens.Require(a.postMergeRequest))

@@ -291,3 +291,67 @@ func (c *Client) doHeader(ctx context.Context, method, path string, in, out any,
 	}
 	return nil
 }
+
+// BulkRetry is a bulk retry's filter and manner (POST /api/v1/retries).
+type BulkRetry struct {
+	Step   string    `json:"step,omitempty"`
+	Repo   string    `json:"repo,omitempty"`
+	Since  time.Time `json:"since,omitzero"`
+	Reason string    `json:"reason,omitempty"`
+	Limit  int       `json:"limit,omitempty"`
+	DryRun bool      `json:"dry_run,omitempty"`
+	Force  bool      `json:"force,omitempty"`
+	Rate   float64   `json:"rate,omitempty"`
+}
+
+// BulkJob is a started bulk retry.
+type BulkJob struct {
+	ID      string `json:"id"`
+	Matched int    `json:"matched"`
+	DryRun  bool   `json:"dry_run,omitempty"`
+}
+
+// BulkItem is what a bulk retry did with one saga.
+type BulkItem struct {
+	PRID      string `json:"pr_id"`
+	Step      string `json:"step"`
+	Attempt   int    `json:"attempt"`
+	LastError string `json:"last_error"`
+	Outcome   string `json:"outcome"`
+	Why       string `json:"why,omitempty"`
+}
+
+// BulkReport is a bulk retry's progress and, once Finished, its summary.
+type BulkReport struct {
+	Matched   int        `json:"matched"`
+	Done      int        `json:"done"`
+	Replayed  int        `json:"replayed"`
+	Skipped   int        `json:"skipped"`
+	Refused   int        `json:"refused"`
+	Errors    int        `json:"errors"`
+	DryRun    bool       `json:"dry_run,omitempty"`
+	Finished  bool       `json:"finished"`
+	Cancelled bool       `json:"cancelled,omitempty"`
+	Items     []BulkItem `json:"items"`
+}
+
+// StartBulkRetry starts a bulk retry of the failed sagas r selects.
+func (c *Client) StartBulkRetry(ctx context.Context, r BulkRetry) (BulkJob, error) {
+	var out BulkJob
+	err := c.do(ctx, http.MethodPost, "/api/v1/retries", r, &out)
+	return out, err
+}
+
+// BulkRetryStatus reports a bulk retry's progress.
+func (c *Client) BulkRetryStatus(ctx context.Context, id string) (BulkReport, error) {
+	var out BulkReport
+	err := c.do(ctx, http.MethodGet, "/api/v1/retries/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// CancelBulkRetry stops a bulk retry after the saga in progress.
+func (c *Client) CancelBulkRetry(ctx context.Context, id string) (BulkReport, error) {
+	var out BulkReport
+	err := c.do(ctx, http.MethodDelete, "/api/v1/retries/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
