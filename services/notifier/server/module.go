@@ -26,6 +26,8 @@ var Module = service.Module{
 		if err != nil {
 			return nil, err
 		}
+		// The step's own retry budget comes on top of the delivery budget
+		// (design §4): a shorter timeout would fail a step still working.
 		if t, need := cfg.StepTimeouts[contracts.StateNotifying], cfg.DeliveryBudget()+n.RetryBudget(); t <= need {
 			return nil, fmt.Errorf("PRSAGA_STEP_TIMEOUT_NOTIFYING: %s must exceed %s (delivery budget + webhook retry budget)", t, need)
 		}

@@ -16,6 +16,8 @@ var Module = service.Module{
 	YDB:    vydb.Migrations,
 	Build: func(ctx context.Context, env service.Env) (service.Component, error) {
 		cfg := env.Config
+		// Reads need the read token or the operator's when either is set;
+		// statuses may also come with the status token (a CI system's).
 		return New(Options{
 			DB: env.DB, ReposDir: cfg.ReposDir,
 			OperatorTokens: httpx.Tokens{cfg.APIToken},
