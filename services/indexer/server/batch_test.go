@@ -16,27 +16,12 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/gittest"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/runner"
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/indexer/server"
 )
-
-// waitFor polls cond until it holds, failing the test after within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("gave up after %v waiting for %s", within, what)
-		case <-tick.C:
-		}
-	}
-}
 
 // faults crashes the indexer at the runner's fault points: every event's
 // first handling after its index write (nothing committed: redelivered,
@@ -113,7 +98,7 @@ func TestBatchSurvivesCrashes(t *testing.T) {
 		}
 		return info.State.Subjects[contracts.SubjectIndexed]
 	}
-	waitFor(t, wait, "every event committed, acked and its answer published", func() bool {
+	natstest.WaitFor(t, wait, "every event committed, acked and its answer published", func() bool {
 		for _, e := range events {
 			if f.calls(runner.FaultAfterCommit, e.ID()) == 0 {
 				return false
