@@ -144,6 +144,27 @@ func (db *DB) Query(ctx context.Context, q string, params ydb.Params, each func(
 	return eachRow(ctx, rs, each)
 }
 
+// Stale is a statement that reads an ASYNC index. Such an index is
+// written after the commit, outside the transaction, and the server lets
+// only a stale read-only transaction read it: declared of this type, a
+// statement can be run by QueryStale alone (Query, QueryRow and the
+// transaction's methods take a string), and ydbcheck refuses a statement
+// that reads an ASYNC index without it.
+type Stale string
+
+// QueryStale runs a read in a stale read-only transaction (it may miss
+// writes committed a moment ago: for background and aggregate readers
+// only, design §5) and calls each for every row of its one result set.
+func (db *DB) QueryStale(ctx context.Context, q Stale, params ydb.Params, each func(query.Row) error) error {
+	rs, err := db.conn.drv.Query().QueryResultSet(ctx, db.yql(string(q)),
+		execOpts(params, query.WithTxControl(query.StaleReadOnlyTxControl()), query.WithIdempotent())...)
+	if err != nil {
+		return err
+	}
+	defer rs.Close(ctx)
+	return eachRow(ctx, rs, each)
+}
+
 func eachRow(ctx context.Context, rs query.ResultSet, each func(query.Row) error) error {
 	for row, err := range rs.Rows(ctx) {
 		if err != nil {

@@ -14,8 +14,11 @@ import (
 // Migrations is one component's YQL schema: files named NNNN_what.yql,
 // applied in name order, each once, recorded under Component. Statements are
 // separated by a semicolon at the end of a line. Each statement must be
-// idempotent (CREATE TABLE IF NOT EXISTS …): DDL cannot share a transaction
-// with the record of it, and replicas starting together may both run it.
+// idempotent (CREATE TABLE IF NOT EXISTS …, ALTER TABLE … SET): DDL cannot
+// share a transaction with the record of it, and replicas starting
+// together may both run it. ALTER TABLE … ADD INDEX and DROP INDEX have no
+// IF [NOT] EXISTS: they are made idempotent by describing the table first
+// (indexChangeDone). The files are forward-only: a change is a new file.
 type Migrations struct {
 	Component string
 	FS        fs.FS
@@ -129,6 +132,13 @@ func (db *DB) apply(ctx context.Context, m Migrations, name string) error {
 		return err
 	}
 	for _, stmt := range SplitStatements(string(body)) {
+		done, err := db.indexChangeDone(ctx, stmt)
+		if err != nil {
+			return err
+		}
+		if done {
+			continue
+		}
 		if err := db.ddl(ctx, stmt); err != nil {
 			return err
 		}

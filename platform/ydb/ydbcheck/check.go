@@ -323,10 +323,19 @@ func (r *Row) ScanStruct(any, ...query.ScanStructOption) error {
 // statement written inline (a string literal), which the table could not
 // list.
 func Declared(dir string) ([]string, error) {
+	names, _, err := declared(dir)
+	return names, err
+}
+
+// declared is Declared, and which of the statements are declared of the
+// type Stale (ydb.Stale: the statements that may only run in a stale
+// read-only transaction).
+func declared(dir string) ([]string, map[string]bool, error) {
+	stale := map[string]bool{}
 	fset := token.NewFileSet()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []string
 	var errs []error
@@ -336,7 +345,7 @@ func Declared(dir string) ([]string, error) {
 		}
 		f, err := parser.ParseFile(fset, name, nil, 0)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
@@ -344,9 +353,11 @@ func Declared(dir string) ([]string, error) {
 				continue
 			}
 			for _, spec := range g.Specs {
-				for _, id := range spec.(*ast.ValueSpec).Names {
+				vs := spec.(*ast.ValueSpec)
+				for _, id := range vs.Names {
 					if isStatementName(id.Name) {
 						out = append(out, id.Name)
+						stale[id.Name] = isStaleType(vs.Type)
 					}
 				}
 			}
@@ -376,7 +387,19 @@ func Declared(dir string) ([]string, error) {
 		})
 	}
 	slices.Sort(out)
-	return out, errors.Join(errs...)
+	return out, stale, errors.Join(errs...)
+}
+
+// isStaleType: the declared type is Stale (in package ydb) or ydb.Stale
+// under whatever name the file imports it.
+func isStaleType(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name == "Stale"
+	case *ast.SelectorExpr:
+		return e.Sel.Name == "Stale"
+	}
+	return false
 }
 
 // inlineText: a string literal, or text joined with one ("SELECT " + x).

@@ -8,7 +8,9 @@ import "testing"
 type Package struct {
 	Schema   Schema
 	Declared []string
-	Err      error
+	// Stale: the declared statements of type ydb.Stale.
+	Stale map[string]bool
+	Err   error
 }
 
 // LoadPackage loads the package in the current directory against stmts
@@ -18,19 +20,32 @@ func LoadPackage(stmts []string, err error) Package {
 	if err != nil {
 		return Package{Err: err}
 	}
-	declared, err := Declared(".")
+	declared, stale, err := declared(".")
 	if err != nil {
 		return Package{Err: err}
 	}
-	return Package{Schema: schema, Declared: declared}
+	return Package{Schema: schema, Declared: declared, Stale: stale}
 }
 
-// Run is Run on the package's schema and statements; a package that did
-// not load fails the test at once.
+// Run is Run on the package's schema and statements, then the checks of
+// what a type check cannot see: that each statement reading an ASYNC index
+// is declared Stale and no other is (Freshness), and the tables'
+// partitioning (Schema.Partitioning). A package that did not load fails
+// the test at once.
 func (p Package) Run(t *testing.T, cases []Case) {
 	t.Helper()
 	if p.Err != nil {
 		t.Fatal(p.Err)
 	}
 	Run(t, p.Schema, p.Declared, cases)
+	t.Run("freshness", func(t *testing.T) {
+		for _, err := range Freshness(p.Schema, p.Stale, cases) {
+			t.Error(err)
+		}
+	})
+	t.Run("partitioning", func(t *testing.T) {
+		for _, err := range p.Schema.Partitioning() {
+			t.Error(err)
+		}
+	})
 }

@@ -71,6 +71,9 @@ type Table struct {
 	Columns []Column
 	Key     []string
 	Indexes map[string]Index
+	// Settings of WITH (…) and of later ALTER TABLE … SET (…), by name
+	// (AUTO_PARTITIONING_BY_LOAD → ENABLED), as written.
+	Settings map[string]string
 }
 
 // Index is a secondary index: its key columns and covered columns.
@@ -100,19 +103,27 @@ var (
 	indexRE  = regexp.MustCompile(`^INDEX (\w+) GLOBAL (SYNC |ASYNC )?ON \(([^)]*)\)( COVER \(([^)]*)\))?$`)
 )
 
-// LoadSchema parses the CREATE TABLE statements among stmts (the other
-// statements of a migration are skipped); ydb.SchemaStatements gives those
-// of a directory.
+// LoadSchema applies, in order, the CREATE TABLE and ALTER TABLE
+// statements among stmts (other statements of a migration are skipped; an
+// ALTER TABLE it does not know is refused); ydb.SchemaStatements gives
+// those of a directory.
 func LoadSchema(stmts []string, err error) (Schema, error) {
 	if err != nil {
 		return nil, err
 	}
 	s := Schema{}
 	for _, st := range stmts {
-		if !strings.Contains(st, "CREATE TABLE") {
+		st = stripComments(st)
+		switch {
+		case strings.Contains(st, "ALTER TABLE"):
+			if err := s.alter(st); err != nil {
+				return nil, err
+			}
+			continue
+		case !strings.Contains(st, "CREATE TABLE"):
 			continue
 		}
-		t, err := parseCreate(stripComments(st))
+		t, err := parseCreate(st)
 		if err != nil {
 			return nil, err
 		}
@@ -140,15 +151,19 @@ func parseCreate(yql string) (*Table, error) {
 	if m == nil {
 		return nil, fmt.Errorf("not a CREATE TABLE IF NOT EXISTS: %.60q", yql)
 	}
-	t := &Table{Name: m[1], Indexes: map[string]Index{}}
+	t := &Table{Name: m[1], Indexes: map[string]Index{}, Settings: map[string]string{}}
 	body := m[2]
-	// Cut at the parenthesis that closes the column list.
+	// Cut at the parenthesis that closes the column list; what follows may
+	// be WITH (settings).
 	depth := 0
 	for i, r := range body {
 		if r == '(' {
 			depth++
 		} else if r == ')' {
 			if depth == 0 {
+				if err := t.setWith(body[i+1:]); err != nil {
+					return nil, err
+				}
 				body = body[:i]
 				break
 			}
@@ -162,11 +177,9 @@ func parseCreate(yql string) (*Table, error) {
 		case strings.HasPrefix(item, "PRIMARY KEY"):
 			t.Key = names(strings.TrimSuffix(strings.TrimPrefix(item, "PRIMARY KEY ("), ")"))
 		case strings.HasPrefix(item, "INDEX "):
-			im := indexRE.FindStringSubmatch(item)
-			if im == nil {
-				return nil, fmt.Errorf("table %s: index %q not understood", t.Name, item)
+			if err := t.addIndex(item); err != nil {
+				return nil, err
 			}
-			t.Indexes[im[1]] = Index{Key: names(im[3]), Cover: names(im[5]), Async: im[2] == "ASYNC "}
 		default:
 			f := strings.Fields(item)
 			if len(f) < 2 || !primitives[f[1]] {
@@ -181,14 +194,27 @@ func parseCreate(yql string) (*Table, error) {
 			return nil, fmt.Errorf("table %s: key column %s not declared", t.Name, k)
 		}
 	}
-	for name, ix := range t.Indexes {
-		for _, c := range append(append([]string{}, ix.Key...), ix.Cover...) {
-			if _, ok := t.Column(c); !ok {
-				return nil, fmt.Errorf("table %s: index %s names unknown column %s", t.Name, name, c)
-			}
+	return t, nil
+}
+
+// addIndex adds the index an "INDEX name GLOBAL [SYNC|ASYNC] ON (…)
+// [COVER (…)]" item declares, over columns the table has.
+func (t *Table) addIndex(item string) error {
+	im := indexRE.FindStringSubmatch(item)
+	if im == nil {
+		return fmt.Errorf("table %s: index %q not understood", t.Name, item)
+	}
+	if _, dup := t.Indexes[im[1]]; dup {
+		return fmt.Errorf("table %s: index %s declared twice", t.Name, im[1])
+	}
+	ix := Index{Key: names(im[3]), Cover: names(im[5]), Async: im[2] == "ASYNC "}
+	for _, c := range append(append([]string{}, ix.Key...), ix.Cover...) {
+		if _, ok := t.Column(c); !ok {
+			return fmt.Errorf("table %s: index %s names unknown column %s", t.Name, im[1], c)
 		}
 	}
-	return t, nil
+	t.Indexes[im[1]] = ix
+	return nil
 }
 
 func canonical(name string) string {

@@ -15,6 +15,10 @@ type Typed struct {
 	// Params: what each $parameter must be. A parameter compared with an
 	// Optional column may be that column's type or its Optional.
 	Params map[string]ParamRule
+	// View is the secondary index a SELECT reads (VIEW), Async whether that
+	// index is ASYNC: readable only in a stale read-only transaction.
+	View  string
+	Async bool
 }
 
 // ParamRule is the type a parameter must have.
@@ -140,9 +144,11 @@ func (s Schema) selectStmt(q string, ty *Typed) error {
 		return err
 	}
 	if len(f) == 3 {
-		if _, ok := t.Indexes[f[2]]; !ok {
+		ix, ok := t.Indexes[f[2]]
+		if !ok {
 			return fmt.Errorf("table %s has no index %s", t.Name, f[2])
 		}
+		ty.View, ty.Async = f[2], ix.Async
 	}
 	var groupCols []string
 	if grouped {
