@@ -49,7 +49,7 @@ func prEventsParamsUpTo(prID string, limit uint64) ydbsdk.Params {
 }
 
 func outboxStatusParams(eventID string) ydbsdk.Params {
-	return ydbsdk.ParamsBuilder().Param("$id").Text(eventID).Build()
+	return ydbsdk.ParamsBuilder().Param("$shard").Uint32(pydb.Shard(eventID)).Param("$id").Text(eventID).Build()
 }
 
 func putSagaParams(key string, next contracts.Row, version int64) ydbsdk.Params {

@@ -1,5 +1,7 @@
 package ydb
 
+import pydb "github.com/prsaga/prsaga/platform/ydb"
+
 // The ledger's YQL. Every value is a typed parameter; the statements are
 // constants (one per filter shape of the list, rather than text assembled
 // per call). Reads of a secondary index name it with VIEW.
@@ -71,7 +73,9 @@ WHERE state = $state AND updated_at < $cutoff
 ORDER BY updated_at, pr_id
 LIMIT $limit`
 
-	qOutboxStatus = `SELECT sent_at FROM outbox WHERE id = $id`
+	// One point of the outbox's key (shard, id): the id alone is no
+	// prefix of it, and would scan the table.
+	qOutboxStatus = `SELECT sent_at FROM outbox WHERE shard = $shard AND id = $id`
 
 	// StateCounts (item 7 of issue 15: no scan that grows with history).
 	// In-flight sagas: counted from their ranges of idx_saga_state — as
@@ -91,17 +95,20 @@ LIMIT 1`
 	// One counter row, read before it is written in the same transaction.
 	qStateCount    = `SELECT sagas FROM saga_state_count WHERE state = $state AND shard = $shard`
 	qPutStateCount = `UPSERT INTO saga_state_count (state, shard, sagas) VALUES ($state, $shard, $sagas)`
-	// The window of the history step durations are computed from
-	// (ledger.StepWindow), newest first: one range of idx_transition_at
-	// (at, then the key pr_id, seq), which covers it. Ties on at put a
-	// PR's latest transition first, so a PR's transitions in the window
-	// are always its last ones.
-	qRecentTransitions = `SELECT pr_id, seq, to_state, inferred, at
-FROM saga_transition VIEW idx_transition_at
+)
+
+// The window of the history step durations are computed from
+// (ledger.StepWindow), newest first: one range of idx_transition_at_async
+// (at, then the key pr_id, seq), which covers it. Ties on at put a PR's
+// latest transition first, so a PR's transitions in the window are always
+// its last ones. The index is ASYNC (migration 0002): an aggregate over a
+// day may miss the last moment's commits (design §5), and the projection
+// does not wait on the index's shard.
+const qRecentTransitions pydb.Stale = `SELECT pr_id, seq, to_state, inferred, at
+FROM saga_transition VIEW idx_transition_at_async
 WHERE at >= $since
 ORDER BY at DESC, pr_id DESC, seq DESC
 LIMIT $limit`
-)
 
 // The list, newest first (updated_at DESC, pr_id DESC), one statement per
 // index and per first-page/next-page; $limit is the page size plus one.

@@ -191,9 +191,14 @@ func (s *Tables) RunEvents(ctx context.Context, correlationID string) ([]ledger.
 }
 
 // RecentTransitions is the window w of the history, newest first
-// (idx_transition_at).
+// (idx_transition_at_async, read stale: it may lag the last commits).
 func (s *Tables) RecentTransitions(ctx context.Context, w ledger.StepWindow) ([]ledger.StepRow, error) {
-	out, err := collect(ctx, s.db, qRecentTransitions, recentParams(w), scanStepRow)
+	out := []ledger.StepRow{}
+	err := s.db.QueryStale(ctx, qRecentTransitions, recentParams(w), func(row query.Row) error {
+		r, err := scanStepRow(row)
+		out = append(out, r)
+		return err
+	})
 	return listed(out, err, "step durations")
 }
 

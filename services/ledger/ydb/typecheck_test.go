@@ -60,7 +60,7 @@ func TestStatementsTypeCheck(t *testing.T) {
 		{Name: "qOldestOfState", YQL: qOldestOfState, Params: stateParams(contracts.StateMerged), Scan: func(r query.Row) error { _, err := scanOldest(r); return err }},
 		{Name: "qStateCount", YQL: qStateCount, Params: stateCountParams(contracts.StateMerged, "p"), Scan: func(r query.Row) error { _, err := scanSagas(r); return err }},
 		{Name: "qPutStateCount", YQL: qPutStateCount, Params: putStateCountParams(contracts.StateMerged, "p", 1)},
-		{Name: "qRecentTransitions", YQL: qRecentTransitions, Params: recentParams(ledger.StepWindow{Limit: 10}), Scan: func(r query.Row) error { _, err := scanStepRow(r); return err }},
+		{Name: "qRecentTransitions", YQL: string(qRecentTransitions), Params: recentParams(ledger.StepWindow{Limit: 10}), Scan: func(r query.Row) error { _, err := scanStepRow(r); return err }},
 		{Name: "qListState", YQL: qListState, Params: list(ledger.Filter{Limit: 10, State: contracts.StateMerged}, qListState), Scan: saga},
 		{Name: "qListStateAfter", YQL: qListStateAfter, Params: list(ledger.Filter{Limit: 10, State: contracts.StateMerged, After: after}, qListStateAfter), Scan: saga},
 		{Name: "qListRepo", YQL: qListRepo, Params: list(ledger.Filter{Limit: 10, Repo: "acme/a"}, qListRepo), Scan: saga},
