@@ -43,7 +43,7 @@ func TestStatementsTypeCheck(t *testing.T) {
 		{Name: "qOutboxStats", YQL: qOutboxStats, Params: outboxStatsParams(),
 			Scan: func(r query.Row) error { _, _, err := scanOutboxStats(r); return err }},
 		{Name: "qExpiredInbox", YQL: qExpiredInbox, Params: expiredParams(now),
-			Scan: func(r query.Row) error { _, err := scanExpired(r); return err }},
+			Scan: func(r query.Row) error { _, err := scanExpired(r); return err }, Scans: "a sweep behind the TTL, outside any transaction, up to $limit expired keys"},
 		{Name: "qDeleteInbox", YQL: qDeleteInbox, Params: deleteInboxParams([]inboxRowKey{{1, "c", "e-1"}})},
 	})
 }

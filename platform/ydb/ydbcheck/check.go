@@ -29,6 +29,11 @@ type Case struct {
 	// Scan is the adapter's own function that reads one row of the
 	// statement's result; nil for a statement that returns no rows.
 	Scan func(query.Row) error
+	// Scans says why reading the whole table (or index) is right for this
+	// statement (a table of a few rows, a background sweep); a statement
+	// whose WHERE does not bind the first column of the key it reads is
+	// refused without it, and one that reads key ranges refused with it.
+	Scans string
 }
 
 // Run checks every case against the schema, and that cases cover exactly
@@ -68,6 +73,12 @@ func Check(schema Schema, c Case) error {
 	}
 	var errs []error
 	errs = append(errs, checkParams(ty, c.Params)...)
+	switch {
+	case ty.FullScan != "" && c.Scans == "":
+		errs = append(errs, fmt.Errorf("reads the whole table: %s (bind it, or say in the case why a full read is right)", ty.FullScan))
+	case ty.FullScan == "" && c.Scans != "":
+		errs = append(errs, fmt.Errorf("the case says it scans (%s) but it reads key points or ranges", c.Scans))
+	}
 	switch {
 	case len(ty.Result) == 0 && c.Scan != nil:
 		errs = append(errs, errors.New("a scan function for a statement that returns no rows"))

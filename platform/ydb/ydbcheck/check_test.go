@@ -44,9 +44,13 @@ func TestCheckCatchesDefects(t *testing.T) {
 		wantErr string
 	}{
 		{"MIN with GROUP BY into **time.Time (issue 15 item 1)", Case{YQL: `SELECT state, COUNT(*) AS n, MIN(at) AS oldest FROM t VIEW idx_state GROUP BY state`, Scan: scanPtr}, "into **time.Time"},
-		{"MIN with GROUP BY into *time.Time", Case{YQL: `SELECT state, COUNT(*) AS n, MIN(at) AS oldest FROM t VIEW idx_state GROUP BY state`, Scan: scanTime}, ""},
+		{"MIN with GROUP BY into *time.Time", Case{YQL: `SELECT state, COUNT(*) AS n, MIN(at) AS oldest FROM t VIEW idx_state GROUP BY state`, Scan: scanTime, Scans: "counts every state"}, ""},
 		{"COUNT into int64", Case{YQL: `SELECT COUNT(*) AS n FROM t`, Scan: func(r query.Row) error { var n int64; return r.Scan(&n) }}, "Uint64"},
-		{"MIN without GROUP BY into **time.Time", Case{YQL: `SELECT MIN(at) AS oldest FROM t`, Scan: func(r query.Row) error { var x *time.Time; return r.Scan(&x) }}, ""},
+		{"MIN without GROUP BY into **time.Time", Case{YQL: `SELECT MIN(at) AS oldest FROM t`, Scan: func(r query.Row) error { var x *time.Time; return r.Scan(&x) }, Scans: "the oldest of all"}, ""},
+		{"a key point missing the key's first column (a full scan)", Case{YQL: `SELECT id FROM t VIEW idx_state WHERE at = $at`, Params: ydbsdk.ParamsBuilder().Param("$at").Timestamp(at).Build(),
+			Scan: func(r query.Row) error { var id string; return r.Scan(&id) }}, "does not bind state"},
+		{"a full read said to be one but bound", Case{YQL: `SELECT id FROM t WHERE id = $id`, Params: ydbsdk.ParamsBuilder().Param("$id").Text("a").Build(),
+			Scan: func(r query.Row) error { var id string; return r.Scan(&id) }, Scans: "not really"}, "reads key points or ranges"},
 		{"nullable column into **time.Time", Case{YQL: `SELECT done_at FROM t WHERE id = $id`, Params: p(func() ydbsdk.Params { return ydbsdk.ParamsBuilder().Param("$id").Text("a").Build() }),
 			Scan: func(r query.Row) error { var x *time.Time; return r.Scan(&x) }}, ""},
 		{"too few destinations", Case{YQL: `SELECT id, n FROM t`, Scan: func(r query.Row) error { var id string; return r.Scan(&id) }}, "1 destinations for 2 columns"},

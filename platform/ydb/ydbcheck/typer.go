@@ -19,6 +19,10 @@ type Typed struct {
 	// index is ASYNC: readable only in a stale read-only transaction.
 	View  string
 	Async bool
+	// FullScan says why the statement reads the whole table (or index):
+	// its WHERE does not bind the first column of the key it reads; "" for
+	// a read of key points or ranges.
+	FullScan string
 }
 
 // ParamRule is the type a parameter must have.
@@ -172,6 +176,7 @@ func (s Schema) selectStmt(q string, ty *Typed) error {
 			return err
 		}
 	}
+	ty.FullScan = fullScan(t, ty.View, where)
 	if ordered {
 		for _, o := range splitTop(order) {
 			c := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(o), " DESC"), " ASC")
@@ -442,7 +447,9 @@ func (s Schema) update(q string, ty *Typed) error {
 		}
 		ty.Params[m[2]] = ParamRule{Type: c.Type.Required(), OrOptional: c.Type.Optional, Why: "SET " + c.Name}
 	}
-	if where, ok := clause(rest, " WHERE ", ""); ok {
+	where, _ := clause(rest, " WHERE ", "")
+	ty.FullScan = fullScan(t, "", where)
+	if where != "" {
 		return whereParams(t, where, ty)
 	}
 	return nil
@@ -463,5 +470,6 @@ func (s Schema) delete(q string, ty *Typed) error {
 	if !ok {
 		return fmt.Errorf("DELETE without WHERE")
 	}
+	ty.FullScan = fullScan(t, "", where)
 	return whereParams(t, where, ty)
 }

@@ -56,7 +56,7 @@ func TestStatementsTypeCheck(t *testing.T) {
 		{Name: "qStuck", YQL: qStuck, Params: stuckParams(contracts.StateMerging, now, 10), Scan: saga},
 		{Name: "qOutboxStatus", YQL: qOutboxStatus, Params: outboxStatusParams("e"), Scan: func(r query.Row) error { _, err := scanSentAt(r); return err }},
 		{Name: "qInFlightCounts", YQL: qInFlightCounts, Params: inFlightParams(), Scan: func(r query.Row) error { _, _, err := scanInFlightCount(r); return err }},
-		{Name: "qFinalCounts", YQL: qFinalCounts, Scan: func(r query.Row) error { _, _, err := scanFinalCount(r); return err }},
+		{Name: "qFinalCounts", YQL: qFinalCounts, Scan: func(r query.Row) error { _, _, err := scanFinalCount(r); return err }, Scans: "16 counter rows"},
 		{Name: "qOldestOfState", YQL: qOldestOfState, Params: stateParams(contracts.StateMerged), Scan: func(r query.Row) error { _, err := scanOldest(r); return err }},
 		{Name: "qStateCount", YQL: qStateCount, Params: stateCountParams(contracts.StateMerged, "p"), Scan: func(r query.Row) error { _, err := scanSagas(r); return err }},
 		{Name: "qPutStateCount", YQL: qPutStateCount, Params: putStateCountParams(contracts.StateMerged, "p", 1)},
