@@ -541,20 +541,23 @@ func testStats(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 	}
-	st, err = s.Stats(ctx, win)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range map[contracts.State]ledger.StepStats{
-		contracts.StateValidating: {Count: 20, P50Ms: 10, P99Ms: 20},
-		contracts.StateMerging:    {Count: 20, P50Ms: 1000, P99Ms: 1000},
-		contracts.StateNotifying:  {},
-		contracts.StateIndexing:   {},
-	} {
-		if st.Steps[k] != v {
-			t.Errorf("step %s: %+v, want %+v", k, st.Steps[k], v)
+	settled(t, func() (problems []string) {
+		st, err := s.Stats(ctx, win)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		for k, v := range map[contracts.State]ledger.StepStats{
+			contracts.StateValidating: {Count: 20, P50Ms: 10, P99Ms: 20},
+			contracts.StateMerging:    {Count: 20, P50Ms: 1000, P99Ms: 1000},
+			contracts.StateNotifying:  {},
+			contracts.StateIndexing:   {},
+		} {
+			if st.Steps[k] != v {
+				problems = append(problems, fmt.Sprintf("step %s: %+v, want %+v", k, st.Steps[k], v))
+			}
+		}
+		return problems
+	})
 }
 
 func testRetryAnswers(t *testing.T, open Opener) {

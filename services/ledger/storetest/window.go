@@ -79,22 +79,25 @@ func testStepWindow(t *testing.T, open Opener) {
 		{Since: all[len(all)/2].at, Limit: 10_000},         // a transition at Since is in the window
 	}
 	for _, w := range windows {
-		st, err := s.Stats(ctx, w)
-		if err != nil {
-			t.Fatal(err)
-		}
 		want, n, oldest := bruteSteps(all, w)
-		if st.Window.Transitions != n || !st.Window.Oldest.Equal(oldest) || !st.Window.Since.Equal(w.Since) || st.Window.Limit != w.Limit {
-			t.Errorf("window %+v: got %+v, want %d transitions, oldest %v", w, st.Window, n, oldest)
-		}
-		for _, step := range contracts.Steps {
-			if st.Steps[step] != want[step] {
-				t.Errorf("window since %v limit %d: %s = %+v, want %+v", w.Since, w.Limit, step, st.Steps[step], want[step])
+		settled(t, func() (problems []string) {
+			st, err := s.Stats(ctx, w)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if len(st.Steps) != len(contracts.Steps) {
-			t.Errorf("window %+v: steps %v, want every step", w, st.Steps)
-		}
+			if st.Window.Transitions != n || !st.Window.Oldest.Equal(oldest) || !st.Window.Since.Equal(w.Since) || st.Window.Limit != w.Limit {
+				problems = append(problems, fmt.Sprintf("window %+v: got %+v, want %d transitions, oldest %v", w, st.Window, n, oldest))
+			}
+			for _, step := range contracts.Steps {
+				if st.Steps[step] != want[step] {
+					problems = append(problems, fmt.Sprintf("window since %v limit %d: %s = %+v, want %+v", w.Since, w.Limit, step, st.Steps[step], want[step]))
+				}
+			}
+			if len(st.Steps) != len(contracts.Steps) {
+				problems = append(problems, fmt.Sprintf("window %+v: steps %v, want every step", w, st.Steps))
+			}
+			return problems
+		})
 	}
 }
 
