@@ -26,14 +26,8 @@ import (
 // its run's merged event not already_merged — not reported merged on the
 // strength of a trailer its author never wrote.
 func TestForgedTrailerEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs prsaga dev")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	exe := buildBinary(t)
-	dir := t.TempDir()
-	reposDir := filepath.Join(dir, "repos")
+	pt := newProcTest(t, "builds the binary and runs prsaga dev")
+	ctx, dir, procs, reposDir := pt.ctx, pt.dir, pt.procs, pt.reposDir
 	addr := freeAddr(t)
 
 	cases := []struct {
@@ -52,8 +46,7 @@ func TestForgedTrailerEndToEnd(t *testing.T) {
 		c.head42, c.head43 = forgedRepo(t, reposDir, c.repo)
 	}
 
-	procs := newProcGroup(t, dir)
-	dev := procs.start(exe, "dev", "dev", "--quiet", "--data", filepath.Join(dir, "data"), "--repos", reposDir,
+	dev := procs.start(pt.bin, "dev", "dev", "--quiet", "--data", filepath.Join(dir, "data"), "--repos", reposDir,
 		"--http", addr, "--nats-listen", "127.0.0.1:0", "--backoff", "50ms,200ms",
 		"--api-token", "", "--status-token", "")
 	dev.url = "http://" + addr

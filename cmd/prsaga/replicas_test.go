@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 )
 
 // TestReplicas runs the scale-out shape of design §9 on one host: one
@@ -32,7 +29,7 @@ import (
 func TestReplicas(t *testing.T) {
 	const prs, repos = 300, 6
 	pt := startProcTest(t, "builds the binary and runs ten processes")
-	ctx, dir, procs, natsURL, reposDir := pt.ctx, pt.dir, pt.procs, pt.natsURL, pt.reposDir
+	ctx, dir, procs, reposDir := pt.ctx, pt.dir, pt.procs, pt.reposDir
 	reqs := prepareRepos(t, reposDir, prs, repos)
 
 	storeDir := filepath.Join(dir, "db")
@@ -54,20 +51,9 @@ func TestReplicas(t *testing.T) {
 	}
 
 	// No required status checks: the run is about scale-out, not CI.
-	validator := client.New(urls["validator"][0], "")
-	for k := 0; k < repos; k++ {
-		owner, name, _ := strings.Cut(repoOf(k), "/")
-		var out any
-		if err := validatorDo(ctx, validator, "/api/v1/repos/"+owner+"/"+name+"/protection/main", &out); err != nil {
-			t.Fatalf("protection of %s: %v", repoOf(k), err)
-		}
-	}
+	noRequiredChecks(ctx, t, urls["validator"][0], repos)
 
-	b, err := bus.Connect(ctx, bus.Config{URL: natsURL, Name: "replicas-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := pt.connect(t, "replicas-test")
 	start := time.Now()
 	runs := publishRequests(ctx, t, b, "urn:prsaga:replicas-test", reqs) // pr id -> correlation id
 
@@ -165,21 +151,4 @@ func countTrailers(t *testing.T, gitDir string, counts map[string]int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func validatorDo(ctx context.Context, c *client.Client, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.BaseURL+path, strings.NewReader(`{"required_contexts":[]}`))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	return nil
 }
