@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -105,11 +104,7 @@ func TestBenchProcs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts five processes")
 	}
-	bin := filepath.Join(t.TempDir(), "prsaga")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "bench", "--mode", "procs", "--workload", "W2", "--prs", "10", "--concurrency", "4", "--repos", "2", "--timeout", "90s")

@@ -4,14 +4,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,22 +15,6 @@ import (
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 )
-
-// buildBinary builds the prsaga command once into a temp dir (the chaos
-// test runs it as separate processes).
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	exe := filepath.Join(t.TempDir(), "prsaga")
-	cmd := exec.Command(goBin, "build", "-o", exe, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return exe
-}
 
 // chaosProc is one child process that the chaos test kills and restarts: the
 // same arguments, the same ports and data dir each time, its output
@@ -57,18 +37,9 @@ type chaosProc struct {
 func (p *chaosProc) start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out, err := os.OpenFile(p.log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	header := fmt.Sprintf("\n=== chaos: start %d of %s\n", p.starts+1, p.name)
+	cmd, err := startLogged(p.log, header, p.env, append([]string{p.exe}, p.args...)...)
 	if err != nil {
-		return err
-	}
-	defer out.Close() // the child holds its own descriptor
-	fmt.Fprintf(out, "\n=== chaos: start %d of %s\n", p.starts+1, p.name)
-	cmd := exec.Command(p.exe, p.args...)
-	cmd.Env = cleanEnv(p.env...)
-	cmd.Stdout, cmd.Stderr = out, out
-	// The kernel kills the child if the test process dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
 	done := make(chan struct{})
@@ -121,58 +92,19 @@ func (p *chaosProc) waitReady(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	for {
-		if err := p.ready(ctx); err == nil {
-			return nil
-		}
-		if !p.running() {
-			return fmt.Errorf("%s exited at start: %s", p.name, logTail(p.log, 8))
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %s", p.name, logTail(p.log, 8))
-		case <-time.After(50 * time.Millisecond):
-		}
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil { // never started
+		return fmt.Errorf("%s exited at start: %s", p.name, logTail(p.log, 8))
 	}
-}
-
-func httpReady(url string) func(ctx context.Context) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
-	return func(ctx context.Context) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("readyz: %d", resp.StatusCode)
-		}
-		return nil
+	switch err := pollReady(ctx, p.ready, done); {
+	case errors.Is(err, errExited):
+		return fmt.Errorf("%s exited at start: %s", p.name, logTail(p.log, 8))
+	case err != nil:
+		return fmt.Errorf("%s not ready: %s", p.name, logTail(p.log, 8))
 	}
-}
-
-func tcpReady(addr string) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}
-}
-
-// logTail is the last n lines of a process's log, for a failure message.
-func logTail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no output: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return nil
 }
 
 // serviceArgs are `prsaga serve <name>`'s arguments: every setting as a

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,14 +26,8 @@ import (
 // its run's merged event not already_merged — not reported merged on the
 // strength of a trailer its author never wrote.
 func TestForgedTrailerEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs prsaga dev")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	exe := buildBinary(t)
-	dir := t.TempDir()
-	reposDir := filepath.Join(dir, "repos")
+	pt := newProcTest(t, "builds the binary and runs prsaga dev")
+	ctx, dir, procs, reposDir := pt.ctx, pt.dir, pt.procs, pt.reposDir
 	addr := freeAddr(t)
 
 	cases := []struct {
@@ -53,42 +46,11 @@ func TestForgedTrailerEndToEnd(t *testing.T) {
 		c.head42, c.head43 = forgedRepo(t, reposDir, c.repo)
 	}
 
-	dev := exec.Command(exe, "dev", "--quiet", "--data", filepath.Join(dir, "data"), "--repos", reposDir,
+	dev := procs.start(pt.bin, "dev", "dev", "--quiet", "--data", filepath.Join(dir, "data"), "--repos", reposDir,
 		"--http", addr, "--nats-listen", "127.0.0.1:0", "--backoff", "50ms,200ms",
 		"--api-token", "", "--status-token", "")
-	dev.Env = cleanEnv()
-	logPath := filepath.Join(dir, "dev.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	dev.Stdout, dev.Stderr = logFile, logFile
-	dev.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := dev.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- dev.Wait() }()
-	t.Cleanup(func() {
-		_ = dev.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-dev.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
-	ready := httpReady("http://" + addr)
-	for ready(ctx) != nil {
-		select {
-		case err := <-exited:
-			t.Fatalf("prsaga dev exited: %v\n%s", err, logTail(logPath, 30))
-		case <-ctx.Done():
-			t.Fatalf("prsaga dev not ready: %v\n%s", ctx.Err(), logTail(logPath, 30))
-		case <-time.After(50 * time.Millisecond): // polling readiness, bounded by ctx
-		}
-	}
+	dev.url = "http://" + addr
+	procs.waitReady(ctx, dev)
 	api := client.New("http://"+addr, "")
 
 	for _, c := range cases {

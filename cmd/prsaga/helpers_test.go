@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,14 +41,22 @@ type procTest struct {
 	dir      string
 	bin      string
 	procs    *procGroup
-	natsURL  string
+	natsURL  string // "" before startProcTest
 	reposDir string // <dir>/repos, for the tests' repositories
 }
 
-// startProcTest skips the test in -short mode (skip says why), else
-// builds the binary and starts `prsaga nats`; everything stops when the
-// test ends.
+// startProcTest is newProcTest with `prsaga nats` started.
 func startProcTest(t *testing.T, skip string) procTest {
+	t.Helper()
+	pt := newProcTest(t, skip)
+	pt.natsURL = pt.procs.startNATS(pt.ctx, pt.bin, pt.dir)
+	return pt
+}
+
+// newProcTest skips the test in -short mode (skip says why), else builds
+// the binary and prepares the process group (it starts nothing);
+// everything stops when the test ends.
+func newProcTest(t *testing.T, skip string) procTest {
 	t.Helper()
 	if testing.Short() {
 		t.Skip(skip)
@@ -57,8 +66,19 @@ func startProcTest(t *testing.T, skip string) procTest {
 	pt := procTest{ctx: ctx, dir: t.TempDir(), bin: buildBinary(t)}
 	pt.reposDir = filepath.Join(pt.dir, "repos")
 	pt.procs = newProcGroup(t, pt.dir)
-	pt.natsURL = pt.procs.startNATS(ctx, pt.bin, pt.dir)
 	return pt
+}
+
+// connect is a client of the test's NATS named name, closed when the
+// test ends.
+func (pt procTest) connect(t *testing.T, name string) *bus.Bus {
+	t.Helper()
+	b, err := bus.Connect(pt.ctx, bus.Config{URL: pt.natsURL, Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
 }
 
 // serveArgs are the arguments of `prsaga serve services` against the
@@ -186,4 +206,27 @@ func everyNth(k, n, step int) []int {
 		out = append(out, i)
 	}
 	return out
+}
+
+// noRequiredChecks has the validator at url require no status check on
+// main of the repositories repoOf(0..repos-1): their PRs merge without CI.
+func noRequiredChecks(ctx context.Context, t *testing.T, url string, repos int) {
+	t.Helper()
+	for k := 0; k < repos; k++ {
+		owner, name, _ := strings.Cut(repoOf(k), "/")
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url+"/api/v1/repos/"+owner+"/"+name+"/protection/main",
+			strings.NewReader(`{"required_contexts":[]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("protection of %s: %v", repoOf(k), err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("protection of %s: HTTP %d", repoOf(k), resp.StatusCode)
+		}
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/services/merger/gitrepo"
 )
@@ -24,16 +23,13 @@ import (
 // on the same repositories directory, breaks the lock and the saga ends
 // MERGED with exactly one merge commit.
 func TestMergerDiesHoldingARefLockInAContainer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs four processes")
-	}
 	wrap := []string{"unshare", "--pid", "--fork", "--mount-proc", "--kill-child"}
 	if out, err := exec.Command(wrap[0], append(wrap[1:], "true")...).CombinedOutput(); err != nil {
 		t.Skipf("unshare --pid is not permitted here (%v: %s): this test needs root", err, strings.TrimSpace(string(out)))
 	}
 	const prs = 3
 	pt := startProcTest(t, "builds the binary and runs four processes")
-	ctx, dir, bin, procs, natsURL, reposDir := pt.ctx, pt.dir, pt.bin, pt.procs, pt.natsURL, pt.reposDir
+	ctx, dir, bin, procs, reposDir := pt.ctx, pt.dir, pt.bin, pt.procs, pt.reposDir
 	reqs := prepareRepos(t, reposDir, prs, 1)
 	extra := []string{"--merger-http", "", "--ack-wait", "2s"} // the dead merger's event comes back soon
 	args := func(services, name string) []string {
@@ -42,20 +38,12 @@ func TestMergerDiesHoldingARefLockInAContainer(t *testing.T) {
 	}
 	others := pt.serve(t, "services", "validator,notifier,indexer,ledger", filepath.Join(dir, "proc", "services"), "", extra...)
 	procs.waitReady(ctx, others)
-	validator := client.New(others.url, "")
-	owner, name, _ := strings.Cut(repoOf(0), "/")
-	if err := validatorDo(ctx, validator, "/api/v1/repos/"+owner+"/"+name+"/protection/main", nil); err != nil {
-		t.Fatal(err)
-	}
+	noRequiredChecks(ctx, t, others.url, 1)
 
 	// The first merger dies (as by SIGKILL: no clean-up) right after it
 	// takes the lock of its first merge.
 	dying := startInNamespace(t, procs, wrap, bin, "merger-1", []string{fault.Env + "=" + gitrepo.FaultRefLocked + "=exit"}, args("merger", "merger-1")...)
-	b, err := bus.Connect(ctx, bus.Config{URL: natsURL, Name: "reflock-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := pt.connect(t, "reflock-test")
 	publishRequests(ctx, t, b, "urn:prsaga:reflock-test", reqs)
 	select {
 	case <-dying.done:

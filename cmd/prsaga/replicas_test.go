@@ -1,18 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +15,6 @@ import (
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 )
 
 // TestReplicas runs the scale-out shape of design §9 on one host: one
@@ -37,7 +29,7 @@ import (
 func TestReplicas(t *testing.T) {
 	const prs, repos = 300, 6
 	pt := startProcTest(t, "builds the binary and runs ten processes")
-	ctx, dir, procs, natsURL, reposDir := pt.ctx, pt.dir, pt.procs, pt.natsURL, pt.reposDir
+	ctx, dir, procs, reposDir := pt.ctx, pt.dir, pt.procs, pt.reposDir
 	reqs := prepareRepos(t, reposDir, prs, repos)
 
 	storeDir := filepath.Join(dir, "db")
@@ -59,20 +51,9 @@ func TestReplicas(t *testing.T) {
 	}
 
 	// No required status checks: the run is about scale-out, not CI.
-	validator := client.New(urls["validator"][0], "")
-	for k := 0; k < repos; k++ {
-		owner, name, _ := strings.Cut(repoOf(k), "/")
-		var out any
-		if err := validatorDo(ctx, validator, "/api/v1/repos/"+owner+"/"+name+"/protection/main", &out); err != nil {
-			t.Fatalf("protection of %s: %v", repoOf(k), err)
-		}
-	}
+	noRequiredChecks(ctx, t, urls["validator"][0], repos)
 
-	b, err := bus.Connect(ctx, bus.Config{URL: natsURL, Name: "replicas-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := pt.connect(t, "replicas-test")
 	start := time.Now()
 	runs := publishRequests(ctx, t, b, "urn:prsaga:replicas-test", reqs) // pr id -> correlation id
 
@@ -169,167 +150,5 @@ func countTrailers(t *testing.T, gitDir string, counts map[string]int) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-func validatorDo(ctx context.Context, c *client.Client, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.BaseURL+path, strings.NewReader(`{"required_contexts":[]}`))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	return nil
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// procGroup owns the test's child processes: each is started with its
-// output in a log file, and stopAll stops (SIGTERM, then SIGKILL after a
-// grace period) and waits for every one.
-type procGroup struct {
-	t    *testing.T
-	logs string
-	mu   sync.Mutex
-	ps   []*proc
-}
-
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	url  string
-	done chan struct{}
-	err  error
-}
-
-func (g *procGroup) start(bin, name string, args ...string) *proc {
-	g.t.Helper()
-	return g.startArgv(name, nil, append([]string{bin}, args...)...)
-}
-
-// startArgv starts argv (a command and its arguments) as process name,
-// with env added to its PRSAGA_-free environment.
-func (g *procGroup) startArgv(name string, env []string, argv ...string) *proc {
-	g.t.Helper()
-	p := &proc{name: name, log: filepath.Join(g.logs, name+".log"), done: make(chan struct{})}
-	out, err := os.Create(p.log)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	defer out.Close() // the child has its own descriptor
-	p.cmd = exec.Command(argv[0], argv[1:]...)
-	p.cmd.Env = cleanEnv(env...)
-	p.cmd.Stdout, p.cmd.Stderr = out, out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
-	if err := p.cmd.Start(); err != nil {
-		g.t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	g.mu.Lock()
-	g.ps = append(g.ps, p)
-	g.mu.Unlock()
-	return p
-}
-
-func (g *procGroup) all() []*proc {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]*proc(nil), g.ps...)
-}
-
-// waitFor waits until the process's output matches re and returns the
-// first submatch.
-func (g *procGroup) waitFor(ctx context.Context, p *proc, re *regexp.Regexp) string {
-	g.t.Helper()
-	for {
-		b, _ := os.ReadFile(p.log)
-		if m := re.FindSubmatch(b); m != nil {
-			return string(m[1])
-		}
-		select {
-		case <-p.done:
-			g.t.Fatalf("%s exited (%v): %s", p.name, p.err, logTail(p.log, 8))
-		case <-ctx.Done():
-			g.t.Fatalf("%s: no %s in its output: %s", p.name, re, logTail(p.log, 8))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// waitReady waits until the process answers /readyz.
-func (g *procGroup) waitReady(ctx context.Context, p *proc) {
-	g.t.Helper()
-	hc := &http.Client{Timeout: 2 * time.Second}
-	for {
-		if resp, err := hc.Get(p.url + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-p.done:
-			g.t.Fatalf("%s exited at start (%v): %s", p.name, p.err, logTail(p.log, 8))
-		case <-ctx.Done():
-			g.t.Fatalf("%s not ready: %s", p.name, logTail(p.log, 8))
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// stopAll stops the services first, then the NATS server: SIGTERM, and
-// SIGKILL for what still runs after 20s; it returns once every process
-// has been waited for.
-func (g *procGroup) stopAll() {
-	ps := g.all()
-	stop := func(ps []*proc) {
-		for _, p := range ps {
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		}
-		deadline := time.After(20 * time.Second)
-		for _, p := range ps {
-			select {
-			case <-p.done:
-			case <-deadline:
-				_ = p.cmd.Process.Kill()
-				<-p.done
-			}
-		}
-	}
-	var services, broker []*proc
-	for _, p := range ps {
-		if p.name == "nats" {
-			broker = append(broker, p)
-		} else {
-			services = append(services, p)
-		}
-	}
-	stop(services)
-	stop(broker)
-	for _, p := range ps {
-		select {
-		case <-p.done:
-		default:
-			g.t.Errorf("%s is still running", p.name)
-		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 )
 
 // TestStandbyIndexerTakesOver runs two `prsaga serve indexer` processes on
@@ -30,7 +29,7 @@ import (
 func TestStandbyIndexerTakesOver(t *testing.T) {
 	const prs, repos = 60, 3
 	pt := startProcTest(t, "builds the binary and runs four processes")
-	ctx, dir, procs, natsURL, reposDir := pt.ctx, pt.dir, pt.procs, pt.natsURL, pt.reposDir
+	ctx, dir, procs, reposDir := pt.ctx, pt.dir, pt.procs, pt.reposDir
 	reqs := prepareRepos(t, reposDir, prs, repos)
 	storeDir := filepath.Join(dir, "db")
 	serve := func(name, services, data string) *proc {
@@ -57,18 +56,8 @@ func TestStandbyIndexerTakesOver(t *testing.T) {
 		t.Errorf("the standby's /readyz: %s; want it naming the indexer holding the index", reason)
 	}
 
-	validator := client.New(others.url, "")
-	for k := 0; k < repos; k++ {
-		owner, name, _ := strings.Cut(repoOf(k), "/")
-		if err := validatorDo(ctx, validator, "/api/v1/repos/"+owner+"/"+name+"/protection/main", nil); err != nil {
-			t.Fatalf("protection of %s: %v", repoOf(k), err)
-		}
-	}
-	b, err := bus.Connect(ctx, bus.Config{URL: natsURL, Name: "standby-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	noRequiredChecks(ctx, t, others.url, repos)
+	b := pt.connect(t, "standby-test")
 	runs := publishRequests(ctx, t, b, "urn:prsaga:standby-test", reqs)
 
 	// Kill the active indexer once a quarter of the run is MERGED: the

@@ -21,11 +21,7 @@ func cmdWatchdog(ctx context.Context, args []string, getenv func(string) string,
 	fs, load := newFlags("watchdog", getenv, stderr)
 	once := fs.Bool("once", false, "run one tick, print a JSON summary (rows examined, timed out, each with its diagnosis) and exit")
 	timeout := fs.Duration("timeout", time.Minute, "give up on the tick after this long (exit 1)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return parseError(err, stderr)
-	}
-	cfg, err := load()
+	pos, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return parseError(err, stderr)
 	}

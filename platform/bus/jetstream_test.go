@@ -17,12 +17,8 @@ import (
 	"github.com/prsaga/prsaga/platform/store/storetest"
 )
 
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testContext is a test's context, bounded in time.
+var testContext = storetest.Context
 
 func TestEnsureStreamsIsIdempotent(t *testing.T) {
 	ctx := testContext(t)

@@ -25,12 +25,8 @@ import (
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 )
 
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testContext is a test's context, bounded in time.
+var testContext = storetest.Context
 
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -199,6 +199,13 @@ func requested(t testing.TB, id string, r contracts.Request) *event.Event {
 func (h *harness) publish(e *event.Event) uint64 {
 	h.t.Helper()
 	subject, _ := contracts.SubjectFor(e.Type())
+	return h.publishOn(subject, e)
+}
+
+// publishOn sends e on subject, whatever its type's subject is, and
+// returns its stream sequence.
+func (h *harness) publishOn(subject string, e *event.Event) uint64 {
+	h.t.Helper()
 	msg, err := bus.Encode(subject, e)
 	if err != nil {
 		h.t.Fatal(err)
@@ -208,6 +215,25 @@ func (h *harness) publish(e *event.Event) uint64 {
 		h.t.Fatalf("publish %s: %v", e.ID(), err)
 	}
 	return ack.Sequence
+}
+
+// deadLettered is what the DLQ holds from the runner's consumer, failing
+// the test unless it is n messages.
+func (h *harness) deadLettered(n int) []*jetstream.RawStreamMsg {
+	h.t.Helper()
+	dlq := h.rawInStream(contracts.DLQStream, contracts.DLQSubject(h.durable))
+	if len(dlq) != n {
+		h.t.Fatalf("DLQ messages on %s: got %d, want %d", contracts.DLQSubject(h.durable), len(dlq), n)
+	}
+	return dlq
+}
+
+// checkCopyOf checks that the DLQ message m is the copy of event id.
+func checkCopyOf(t testing.TB, m *jetstream.RawStreamMsg, id string) {
+	t.Helper()
+	if got := m.Header.Get("ce-id"); got != id {
+		t.Errorf("DLQ copy ce-id: got %q, want %s", got, id)
+	}
 }
 
 // publishAs publishes e under another Nats-Msg-Id, so that JetStream's

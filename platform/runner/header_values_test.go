@@ -113,13 +113,8 @@ func checkHeaderValues(t *testing.T, publish func(t *testing.T, h *harness, msg 
 	if _, ok := seen["req-overlong"]; ok {
 		t.Errorf("ce-clientref %q (overlong UTF-8) reached the handler; want it dead-lettered", overlong)
 	}
-	dlq := h.rawInStream(contracts.DLQStream, contracts.DLQSubject(h.durable))
-	if len(dlq) != 1 {
-		t.Fatalf("DLQ messages: got %d, want 1 (the overlong value)", len(dlq))
-	}
-	if got := dlq[0].Header.Get("ce-id"); got != "req-overlong" {
-		t.Errorf("DLQ copy ce-id: got %q, want req-overlong", got)
-	}
+	dlq := h.deadLettered(1) // the overlong value
+	checkCopyOf(t, dlq[0], "req-overlong")
 	if r := dlq[0].Header.Get(contracts.DLQReasonHeader); !strings.Contains(r, "ce-clientref") || !strings.Contains(r, "UTF-8") {
 		t.Errorf("DLQ reason %q does not name ce-clientref and UTF-8", r)
 	}

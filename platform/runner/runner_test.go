@@ -118,10 +118,7 @@ func TestUndecodableMessageIsDeadLettered(t *testing.T) {
 	// The consumer is not blocked: a valid event behind them is handled.
 	h.settled(h.publish(requested(t, "req-ok", validRequest())))
 
-	dlq := h.rawInStream(contracts.DLQStream, contracts.DLQSubject(h.durable))
-	if len(dlq) != 2 {
-		t.Fatalf("DLQ messages on %s: got %d, want 2", contracts.DLQSubject(h.durable), len(dlq))
-	}
+	dlq := h.deadLettered(2)
 	garbage, badID := dlq[0], dlq[1]
 	if badID.Header.Get("ce-id") == "" { // workers dead-letter in any order
 		garbage, badID = badID, garbage
@@ -160,37 +157,16 @@ func TestUndecodableMessageIsDeadLettered(t *testing.T) {
 }
 
 func TestStepEventFromWrongSourceIsDeadLettered(t *testing.T) {
-	h := start(t, setup{
-		durable: contracts.ConsumerMerger,
-		subject: contracts.SubjectMergeValidated,
-		out: func(env contracts.Envelope) (*event.Event, error) {
-			return contracts.Follow(env.Event, step.NewID(), contracts.TypeMerged, contracts.ServiceMerger, time.Now(),
-				contracts.Merged{Request: env.Req(), MergeSHA: strings.Repeat("c", 40)})
-		},
-	})
+	h := startMerger(t)
 	req := requested(t, "req-1", validRequest())
-	validated := func(id, source string) *event.Event {
-		e, err := contracts.New(id, contracts.TypeMergeValidated, source, "acme/widgets#1", time.Now(),
-			contracts.Validated{Request: validRequest()},
-			contracts.Meta{CorrelationID: req.ID(), CausationID: req.ID(), Attempt: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	h.publish(validated("val-evil", "/evil"))
-	h.settled(h.publish(validated("val-ok", contracts.Source(contracts.ServiceValidator))))
+	h.publish(validatedOf(t, req, "val-evil", "/evil"))
+	h.settled(h.publish(validatedOf(t, req, "val-ok", contracts.Source(contracts.ServiceValidator))))
 
-	dlq := h.rawInStream(contracts.DLQStream, contracts.DLQSubject(contracts.ConsumerMerger))
-	if len(dlq) != 1 {
-		t.Fatalf("DLQ messages: got %d, want 1", len(dlq))
-	}
+	dlq := h.deadLettered(1)
 	if r := dlq[0].Header.Get(contracts.DLQReasonHeader); !strings.Contains(r, "source") || !strings.Contains(r, "/evil") {
 		t.Errorf("DLQ reason %q does not name the bad source", r)
 	}
-	if got := dlq[0].Header.Get("ce-id"); got != "val-evil" {
-		t.Errorf("DLQ copy ce-id: got %q, want val-evil", got)
-	}
+	checkCopyOf(t, dlq[0], "val-evil")
 	if n := h.committedEffects("val-evil"); n != 0 {
 		t.Errorf("committed effects of the forged event: got %d, want 0", n)
 	}
@@ -314,46 +290,20 @@ func TestHandlingContextIsNotCancelable(t *testing.T) {
 // reason naming the type: not a crash, not a loss, not a retry loop; the
 // known version on the same subject is handled as before.
 func TestUnknownEventVersionIsDeadLettered(t *testing.T) {
-	h := start(t, setup{
-		durable: contracts.ConsumerMerger,
-		subject: contracts.SubjectMergeValidated,
-		out: func(env contracts.Envelope) (*event.Event, error) {
-			return contracts.Follow(env.Event, step.NewID(), contracts.TypeMerged, contracts.ServiceMerger, time.Now(),
-				contracts.Merged{Request: env.Req(), MergeSHA: strings.Repeat("c", 40)})
-		},
-	})
+	h := startMerger(t)
 	req := requested(t, "req-1", validRequest())
-	validated := func(id string) *event.Event {
-		e, err := contracts.New(id, contracts.TypeMergeValidated, contracts.Source(contracts.ServiceValidator), "acme/widgets#1", time.Now(),
-			contracts.Validated{Request: validRequest()},
-			contracts.Meta{CorrelationID: req.ID(), CausationID: req.ID(), Attempt: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
+	validator := contracts.Source(contracts.ServiceValidator)
 	const v2 = "prsaga.merge.validated.v2"
-	newer := validated("val-v2")
+	newer := validatedOf(t, req, "val-v2", validator)
 	newer.SetType(v2)
-	msg, err := bus.Encode(contracts.SubjectMergeValidated, newer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.b.PublishMsg(h.ctx(), msg); err != nil {
-		t.Fatal(err)
-	}
-	h.settled(h.publish(validated("val-v1")))
+	h.publishOn(contracts.SubjectMergeValidated, newer)
+	h.settled(h.publish(validatedOf(t, req, "val-v1", validator)))
 
-	dlq := h.rawInStream(contracts.DLQStream, contracts.DLQSubject(contracts.ConsumerMerger))
-	if len(dlq) != 1 {
-		t.Fatalf("DLQ messages: got %d, want 1 (the v2 event)", len(dlq))
-	}
+	dlq := h.deadLettered(1) // the v2 event
 	if r := dlq[0].Header.Get(contracts.DLQReasonHeader); !strings.Contains(r, v2) {
 		t.Errorf("DLQ reason %q does not name the unknown type %s", r, v2)
 	}
-	if got := dlq[0].Header.Get("ce-id"); got != "val-v2" {
-		t.Errorf("DLQ copy ce-id: got %q, want val-v2", got)
-	}
+	checkCopyOf(t, dlq[0], "val-v2")
 	if n := h.committedEffects("val-v1"); n != 1 {
 		t.Errorf("committed effects of the v1 event: got %d, want 1", n)
 	}
@@ -367,14 +317,7 @@ func TestUnknownEventVersionIsDeadLettered(t *testing.T) {
 // instead of reaching a handler that would refuse it on every delivery
 // until the step gave up.
 func TestEventOnAnotherSubjectIsDeadLettered(t *testing.T) {
-	h := start(t, setup{
-		durable: contracts.ConsumerMerger,
-		subject: contracts.SubjectMergeValidated,
-		out: func(env contracts.Envelope) (*event.Event, error) {
-			return contracts.Follow(env.Event, step.NewID(), contracts.TypeMerged, contracts.ServiceMerger, time.Now(),
-				contracts.Merged{Request: env.Req(), MergeSHA: strings.Repeat("c", 40)})
-		},
-	})
+	h := startMerger(t)
 	req := requested(t, "req-1", validRequest())
 	merged, err := contracts.New("merged-1", contracts.TypeMerged, contracts.Source(contracts.ServiceMerger), "acme/widgets#1", time.Now(),
 		contracts.Merged{Request: validRequest(), MergeSHA: strings.Repeat("c", 40)},
@@ -382,23 +325,37 @@ func TestEventOnAnotherSubjectIsDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := bus.Encode(contracts.SubjectMergeValidated, merged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, err := h.b.PublishMsg(h.ctx(), msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.settled(ack.Sequence)
-	dlq := h.rawInStream(contracts.DLQStream, contracts.DLQSubject(contracts.ConsumerMerger))
-	if len(dlq) != 1 {
-		t.Fatalf("DLQ messages: got %d, want 1", len(dlq))
-	}
+	h.settled(h.publishOn(contracts.SubjectMergeValidated, merged))
+	dlq := h.deadLettered(1)
 	if r := dlq[0].Header.Get(contracts.DLQReasonHeader); !strings.Contains(r, contracts.TypeMerged) || !strings.Contains(r, contracts.SubjectMergeValidated) {
 		t.Errorf("DLQ reason %q does not name the type and the subject", r)
 	}
 	if n := h.calls.Load(); n != 0 {
 		t.Errorf("handler runs: got %d, want 0", n)
 	}
+}
+
+// startMerger runs the merger's step under test: validated in, merged out.
+func startMerger(t *testing.T) *harness {
+	t.Helper()
+	return start(t, setup{
+		durable: contracts.ConsumerMerger,
+		subject: contracts.SubjectMergeValidated,
+		out: func(env contracts.Envelope) (*event.Event, error) {
+			return contracts.Follow(env.Event, step.NewID(), contracts.TypeMerged, contracts.ServiceMerger, time.Now(),
+				contracts.Merged{Request: env.Req(), MergeSHA: strings.Repeat("c", 40)})
+		},
+	})
+}
+
+// validatedOf is the validated event id from source answering req.
+func validatedOf(t *testing.T, req *event.Event, id, source string) *event.Event {
+	t.Helper()
+	e, err := contracts.New(id, contracts.TypeMergeValidated, source, "acme/widgets#1", time.Now(),
+		contracts.Validated{Request: validRequest()},
+		contracts.Meta{CorrelationID: req.ID(), CausationID: req.ID(), Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

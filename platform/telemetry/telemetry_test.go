@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/contracts/contractstest"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/store/storetest"
@@ -38,16 +39,8 @@ func newTelemetry(t *testing.T, exp sdktrace.SpanExporter) *telemetry.Telemetry 
 func requested(t *testing.T, traceParent string) contracts.Envelope {
 	t.Helper()
 	r := storetest.Request()
-	e, err := contracts.New("req-1", contracts.TypeMergeRequested, "https://forge.example/acme", r.PRID, time.Now(), r,
+	return contractstest.Envelope(t, "req-1", contracts.TypeMergeRequested, "https://forge.example/acme", r.PRID, time.Now(), r,
 		contracts.Meta{CorrelationID: "req-1", Attempt: 1, TraceParent: traceParent})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := contracts.Open(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
 }
 
 func spanOf(t *testing.T, exp *tracetest.InMemoryExporter, name string) tracetest.SpanStub {

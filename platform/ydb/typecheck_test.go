@@ -2,10 +2,8 @@ package ydb
 
 import (
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/platform/ydb/ydbcheck"
@@ -16,7 +14,7 @@ import (
 // against the migrations (see ydbcheck). A statement declared in the
 // package and missing here fails the test.
 func TestStatementsTypeCheck(t *testing.T) {
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := ydbcheck.Now
 	row := store.OutboxRow{ID: "e-1", Subject: "s", Header: nats.Header{"A": {"b"}}, Body: []byte("{}"), CreatedAt: now}
 	marked := []inboxKey{{"c", "e-1"}}
 	both, bothParams, err := flushStatement(marked, []store.OutboxRow{row}, now)
@@ -36,14 +34,14 @@ func TestStatementsTypeCheck(t *testing.T) {
 		{Name: "qOutboxInsert", YQL: qOutboxInsert, Params: outParams},
 		{Name: "qInboxOutboxInsert", YQL: qInboxOutboxInsert, Params: bothParams},
 		{Name: "qOutboxHeld", YQL: qOutboxHeld, Params: outboxHeldParams([]string{"e-1", "e-2"}),
-			Scan: func(r query.Row) error { _, err := scanOutboxHeld(r); return err }},
+			Scan: ydbcheck.Scan(scanOutboxHeld)},
 		{Name: "qUnsent", YQL: qUnsent, Params: unsentParams(10),
-			Scan: func(r query.Row) error { _, _, err := scanUnsent(r); return err }},
+			Scan: ydbcheck.Scan2(scanUnsent)},
 		{Name: "qMarkSent", YQL: qMarkSent, Params: markSentParams([]string{"e-1"}, now)},
 		{Name: "qOutboxStats", YQL: qOutboxStats, Params: outboxStatsParams(),
-			Scan: func(r query.Row) error { _, _, err := scanOutboxStats(r); return err }},
+			Scan: ydbcheck.Scan2(scanOutboxStats)},
 		{Name: "qExpiredInbox", YQL: qExpiredInbox, Params: expiredParams(now),
-			Scan: func(r query.Row) error { _, err := scanExpired(r); return err }, Scans: "a sweep behind the TTL, outside any transaction, up to $limit expired keys"},
+			Scan: ydbcheck.Scan(scanExpired), Scans: "a sweep behind the TTL, outside any transaction, up to $limit expired keys"},
 		{Name: "qDeleteInbox", YQL: qDeleteInbox, Params: deleteInboxParams([]inboxRowKey{{1, "c", "e-1"}})},
 	})
 }

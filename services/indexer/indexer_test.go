@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/contracts/contractstest"
 	"github.com/prsaga/prsaga/services/indexer"
 )
 
@@ -61,17 +62,9 @@ func notified(t *testing.T) contracts.Envelope {
 // (id "<run>.n", caused by "<run>.m"), opened as the runner hands it over.
 func notifiedEvent(t *testing.T, req contracts.Request, run string, attempt int, paths ...string) contracts.Envelope {
 	t.Helper()
-	e, err := contracts.New(run+".n", contracts.TypeNotified, contracts.Source(contracts.ServiceNotifier), req.PRID, eventTime,
+	return contractstest.Envelope(t, run+".n", contracts.TypeNotified, contracts.Source(contracts.ServiceNotifier), req.PRID, eventTime,
 		contracts.Notified{Request: req, MergeSHA: mergeSHA, ChangedPaths: paths},
 		contracts.Meta{CorrelationID: run, CausationID: run + ".m", Attempt: attempt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := contracts.Open(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
 }
 
 // handle runs OnNotified and commits its answer; it returns the emitted

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/contracts/contractstest"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	pstore "github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/platform/store/emitted"
@@ -47,16 +48,8 @@ func merged(t *testing.T) contracts.Envelope {
 	t.Helper()
 	req := contracts.Request{PRID: "acme/widgets#5", Repo: "acme/widgets", PRNumber: 5, SourceBranch: "f", TargetBranch: "main",
 		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Strategy: "merge", Title: "t", RequestedBy: "alice"}
-	e, err := contracts.New("run1.m", contracts.TypeMerged, contracts.Source(contracts.ServiceMerger), req.PRID, time.Now(),
+	return contractstest.Envelope(t, "run1.m", contracts.TypeMerged, contracts.Source(contracts.ServiceMerger), req.PRID, time.Now(),
 		contracts.Merged{Request: req, MergeSHA: "89abcdef0123456789abcdef0123456789abcdef"}, contracts.Meta{CorrelationID: "run1", Attempt: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := contracts.Open(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
 }
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/contracts/contractstest"
 	"github.com/prsaga/prsaga/services/validator"
 )
 
@@ -31,11 +32,7 @@ func TestOnMergeRequestedRetriesUnreadableHeads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := contracts.Open(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	commit, err := v.OnMergeRequested(context.Background(), env, slog.New(slog.DiscardHandler))
+	commit, err := v.OnMergeRequested(context.Background(), contractstest.Open(t, e), slog.New(slog.DiscardHandler))
 	if !errors.Is(err, disk) || commit != nil {
 		t.Fatalf("OnMergeRequested with unreadable heads = commit %v, %v; want no commit and an error wrapping %v", commit != nil, err, disk)
 	}

@@ -36,6 +36,13 @@ func Run(t *testing.T, open Opener) {
 	t.Run("InboxExpiry", func(t *testing.T) { testInboxExpiry(t, open) })
 }
 
+// openAtT0 opens a database whose clock starts at T0.
+func openAtT0(t *testing.T, open Opener) (store.DB, *Clock) {
+	t.Helper()
+	clk := NewClock(T0)
+	return open(t, clk.Now), clk
+}
+
 // Context is a test's context, bounded in time.
 func Context(t *testing.T) context.Context {
 	t.Helper()
@@ -93,8 +100,7 @@ func markSent(t *testing.T, db store.DB, ids ...string) {
 }
 
 func testCommitAndRollback(t *testing.T, open Opener) {
-	clk := NewClock(T0)
-	db := open(t, clk.Now)
+	db, _ := openAtT0(t, open)
 	ctx := Context(t)
 	boom := errors.New("boom")
 	ran := 0
@@ -154,8 +160,7 @@ func testCommitAndRollback(t *testing.T, open Opener) {
 }
 
 func testOutboxOrderAndContent(t *testing.T, open Opener) {
-	clk := NewClock(T0)
-	db := open(t, clk.Now)
+	db, clk := openAtT0(t, open)
 	e1, e2, e3 := Requested(t, "e-1"), Requested(t, "e-2"), Requested(t, "e-3")
 	Emit(t, db, e1)
 	clk.Advance(time.Second)
@@ -217,8 +222,7 @@ func testOutboxOrderAndContent(t *testing.T, open Opener) {
 // rows arriving meanwhile: every row is listed, none twice after it was
 // marked.
 func testOutboxNoRowSkipped(t *testing.T, open Opener) {
-	clk := NewClock(T0)
-	db := open(t, clk.Now)
+	db, clk := openAtT0(t, open)
 	want := map[string]bool{}
 	next := 0
 	add := func(n int) {
@@ -279,8 +283,7 @@ func testOutboxLateCommit(t *testing.T, open Opener) {
 }
 
 func testOutboxDuplicates(t *testing.T, open Opener) {
-	clk := NewClock(T0)
-	db := open(t, clk.Now)
+	db, clk := openAtT0(t, open)
 	e := Requested(t, "dup")
 	if err := db.Update(Context(t), func(tx store.Tx) error {
 		if err := tx.Emit(e); err != nil {
@@ -310,8 +313,7 @@ func testOutboxDuplicates(t *testing.T, open Opener) {
 }
 
 func testOutboxStats(t *testing.T, open Opener) {
-	clk := NewClock(T0)
-	db := open(t, clk.Now)
+	db, clk := openAtT0(t, open)
 	ctx := Context(t)
 	if n, age, err := db.OutboxStats(ctx); err != nil || n != 0 || age != 0 {
 		t.Fatalf("stats of an empty outbox = %d, %s, %v; want 0, 0", n, age, err)
@@ -454,8 +456,7 @@ func testInboxOneWinner(t *testing.T, open Opener) {
 }
 
 func testInboxExpiry(t *testing.T, open Opener) {
-	clk := NewClock(T0)
-	db := open(t, clk.Now)
+	db, clk := openAtT0(t, open)
 	ctx := Context(t)
 	mark := func(id string) {
 		t.Helper()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/contracts/contractstest"
 	"github.com/prsaga/prsaga/services/indexer"
 	"github.com/prsaga/prsaga/services/indexer/bleveindex"
 	"github.com/prsaga/prsaga/services/indexer/httpapi"
@@ -46,16 +47,9 @@ func FuzzSearch(f *testing.F) {
 		repo := []string{"acme/widgets", "acme/widgets", "other/repo"}[i]
 		req := contracts.Request{PRID: contracts.PRID(repo, i+1), Repo: repo, PRNumber: i + 1, SourceBranch: "pr", TargetBranch: "main",
 			HeadSHA: strings.Repeat("a", 40), Strategy: contracts.StrategyMerge, Title: title, RequestedBy: "<img src=x>"}
-		e, err := contracts.New("n-"+req.Repo[:4]+string(rune('0'+i)), contracts.TypeNotified, contracts.Source(contracts.ServiceNotifier), req.PRID, time.Now(),
+		env := contractstest.Envelope(f, "n-"+req.Repo[:4]+string(rune('0'+i)), contracts.TypeNotified, contracts.Source(contracts.ServiceNotifier), req.PRID, time.Now(),
 			contracts.Notified{Request: req, MergeSHA: strings.Repeat("b", 40), ChangedPaths: []string{"src/<login>.go", "README.md"}},
 			contracts.Meta{CorrelationID: "c-" + string(rune('0'+i)), Attempt: 1})
-		if err != nil {
-			f.Fatal(err)
-		}
-		env, err := contracts.Open(e)
-		if err != nil {
-			f.Fatal(err)
-		}
 		envs, logs = append(envs, env), append(logs, slog.New(slog.DiscardHandler))
 	}
 	if _, errs := handle(context.Background(), envs, logs); errors.Join(errs...) != nil {

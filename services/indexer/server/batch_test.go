@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/contracts/contractstest"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
@@ -83,35 +83,19 @@ func TestBatchSurvivesCrashes(t *testing.T) {
 	h.run(log, service.Options{Backoff: []time.Duration{20 * time.Millisecond}, RelayPoll: 50 * time.Millisecond, Fault: f.hook})
 
 	ctx := t.Context()
-	cons, err := b.JS.Consumer(ctx, contracts.Stream, contracts.ConsumerIndexer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := b.JS.Stream(ctx, contracts.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answered := func() uint64 {
-		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(contracts.SubjectIndexed))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Subjects[contracts.SubjectIndexed]
-	}
 	natstest.WaitFor(t, wait, "every event committed, acked and its answer published", func() bool {
 		for _, e := range events {
 			if f.calls(runner.FaultAfterCommit, e.ID()) == 0 {
 				return false
 			}
 		}
-		info, err := cons.Info(ctx)
-		if err != nil || info.NumAckPending != 0 || info.NumPending != 0 {
+		if !natstest.Idle(ctx, b, contracts.ConsumerIndexer) {
 			return false
 		}
 		unsent, err := db.Unsent(ctx, 1)
 		return err == nil && len(unsent) == 0
 	})
-	if got := answered(); got != n {
+	if got := natstest.OnSubject(t, ctx, b, contracts.SubjectIndexed); got != n {
 		t.Errorf("%d indexed events for %d notified events, want one each", got, n)
 	}
 	for _, e := range events {
@@ -141,10 +125,7 @@ func TestBatchSurvivesCrashes(t *testing.T) {
 	envs := make([]contracts.Envelope, n)
 	logs := make([]*slog.Logger, n)
 	for i, e := range events {
-		if envs[i], err = contracts.Open(e); err != nil {
-			t.Fatal(err)
-		}
-		logs[i] = log
+		envs[i], logs[i] = contractstest.Open(t, e), log
 	}
 	_, errs := srv.Spec().Consumers[0].HandleBatch(ctx, envs, logs)
 	if err := errors.Join(errs...); err != nil {

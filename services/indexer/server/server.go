@@ -4,9 +4,7 @@ package server
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
@@ -38,12 +36,7 @@ func New(opts Options) (*Server, error) {
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = bleveindex.DefaultLockTimeout
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
+	opts.Now, opts.Log = service.Clock(opts.Now), service.Logger(opts.Log)
 	x := &indexer.Indexer{Attempts: opts.WriteAttempts, Now: opts.Now}
 	if opts.ReposDir != "" {
 		r, err := gitlog.New(opts.ReposDir)

@@ -9,6 +9,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/contracts/contractstest"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/services/ledger"
 	"github.com/prsaga/prsaga/services/ledger/httpapi"
@@ -24,12 +25,8 @@ func newAPI(store *ledger.Store, clock func() time.Time) *httpapi.API {
 // consumer does, stamping what it records with proj's clock.
 func project(tb testing.TB, store *ledger.Store, proj *ledger.Projector, e *event.Event) {
 	tb.Helper()
-	en, err := contracts.Open(e)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	l := &ledger.Ledger{Store: store, Proj: proj}
-	if _, err := l.Apply(context.Background(), en, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := l.Apply(context.Background(), contractstest.Open(tb, e), slog.New(slog.DiscardHandler)); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -2,7 +2,6 @@ package ydb
 
 import (
 	"testing"
-	"time"
 
 	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
@@ -18,7 +17,7 @@ import (
 // the migrations (see platform/ydb/ydbcheck). A statement declared in the
 // package and missing here fails the test.
 func TestStatementsTypeCheck(t *testing.T) {
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := ydbcheck.Now
 	row := contracts.Row{PRID: "acme/a#1", Repo: "acme/a", CorrelationID: "c", State: contracts.StateMerging, CreatedAt: now, UpdatedAt: now}
 	tr := ledger.Transition{Seq: 1, CorrelationID: "c", From: contracts.StateValidating, To: contracts.StateMerging, At: now}
 	ev := ledger.Event{EventID: "e", PRID: "acme/a#1", CorrelationID: "c", Type: "t", ReceivedAt: now, Event: []byte("{}")}
@@ -30,18 +29,18 @@ func TestStatementsTypeCheck(t *testing.T) {
 		}
 		return p
 	}
-	saga := func(r query.Row) error { _, err := scanSaga(r); return err }
-	event := func(r query.Row) error { _, err := scanEvent(r); return err }
-	text := func(r query.Row) error { _, err := scanText(r); return err }
+	saga := ydbcheck.Scan(scanSaga)
+	event := ydbcheck.Scan(scanEvent)
+	text := ydbcheck.Scan(scanText)
 	stuck := ledger.Filter{Stuck: true, Limit: 10, Repo: "acme/a"}
 	ydbcheck.LoadPackage(pydb.SchemaStatements(Migrations)).Run(t, []ydbcheck.Case{
 		{Name: "qPing", YQL: qPing, Params: prKey(""), Scan: text},
 		{Name: "qSaga", YQL: qSaga, Params: prKey("p"), Scan: saga},
-		{Name: "qSagaVersion", YQL: qSagaVersion, Params: prKey("p"), Scan: func(r query.Row) error { _, err := scanVersion(r); return err }},
+		{Name: "qSagaVersion", YQL: qSagaVersion, Params: prKey("p"), Scan: ydbcheck.Scan(scanVersion)},
 		{Name: "qPutSaga", YQL: qPutSaga, Params: putSagaParams("p", row, 2)},
 		{Name: "qEventRecorded", YQL: qEventRecorded, Params: eventIDParams("e"), Scan: text},
 		{Name: "qRecordEvent", YQL: qRecordEvent, Params: recordEventParams(ev)},
-		{Name: "qLastSeq", YQL: qLastSeq, Params: prKey("p"), Scan: func(r query.Row) error { _, err := scanLastSeq(r); return err }},
+		{Name: "qLastSeq", YQL: qLastSeq, Params: prKey("p"), Scan: ydbcheck.Scan(scanLastSeq)},
 		{Name: "qAddTransitions", YQL: qAddTransitions, Params: transitionsParams("p", []ledger.Transition{tr})},
 		{Name: "qTransitions", YQL: qTransitions, Params: prKey("p"), Scan: func(r query.Row) error { _, _, err := scanTransition(r, false); return err }},
 		{Name: "qLastTransition", YQL: qLastTransition, Params: prKey("p"), Scan: func(r query.Row) error { _, _, err := scanTransition(r, false); return err }},
@@ -54,13 +53,13 @@ func TestStatementsTypeCheck(t *testing.T) {
 		{Name: "qRetryAnswer", YQL: qRetryAnswer, Params: retryAnswerParams("k", now), Scan: text},
 		{Name: "qSaveRetryAnswer", YQL: qSaveRetryAnswer, Params: saveRetryAnswerParams("k", "p", "{}", now)},
 		{Name: "qStuck", YQL: qStuck, Params: stuckParams(contracts.StateMerging, now, 10), Scan: saga},
-		{Name: "qOutboxStatus", YQL: qOutboxStatus, Params: outboxStatusParams("e"), Scan: func(r query.Row) error { _, err := scanSentAt(r); return err }},
-		{Name: "qInFlightCounts", YQL: qInFlightCounts, Params: inFlightParams(), Scan: func(r query.Row) error { _, _, err := scanInFlightCount(r); return err }},
-		{Name: "qFinalCounts", YQL: qFinalCounts, Scan: func(r query.Row) error { _, _, err := scanFinalCount(r); return err }, Scans: "16 counter rows"},
-		{Name: "qOldestOfState", YQL: qOldestOfState, Params: stateParams(contracts.StateMerged), Scan: func(r query.Row) error { _, err := scanOldest(r); return err }},
-		{Name: "qStateCount", YQL: qStateCount, Params: stateCountParams(contracts.StateMerged, "p"), Scan: func(r query.Row) error { _, err := scanSagas(r); return err }},
+		{Name: "qOutboxStatus", YQL: qOutboxStatus, Params: outboxStatusParams("e"), Scan: ydbcheck.Scan(scanSentAt)},
+		{Name: "qInFlightCounts", YQL: qInFlightCounts, Params: inFlightParams(), Scan: ydbcheck.Scan2(scanInFlightCount)},
+		{Name: "qFinalCounts", YQL: qFinalCounts, Scan: ydbcheck.Scan2(scanFinalCount), Scans: "16 counter rows"},
+		{Name: "qOldestOfState", YQL: qOldestOfState, Params: stateParams(contracts.StateMerged), Scan: ydbcheck.Scan(scanOldest)},
+		{Name: "qStateCount", YQL: qStateCount, Params: stateCountParams(contracts.StateMerged, "p"), Scan: ydbcheck.Scan(scanSagas)},
 		{Name: "qPutStateCount", YQL: qPutStateCount, Params: putStateCountParams(contracts.StateMerged, "p", 1)},
-		{Name: "qRecentTransitions", YQL: string(qRecentTransitions), Params: recentParams(ledger.StepWindow{Limit: 10}), Scan: func(r query.Row) error { _, err := scanStepRow(r); return err }},
+		{Name: "qRecentTransitions", YQL: string(qRecentTransitions), Params: recentParams(ledger.StepWindow{Limit: 10}), Scan: ydbcheck.Scan(scanStepRow)},
 		{Name: "qListState", YQL: qListState, Params: list(ledger.Filter{Limit: 10, State: contracts.StateMerged}, qListState), Scan: saga},
 		{Name: "qListStateAfter", YQL: qListStateAfter, Params: list(ledger.Filter{Limit: 10, State: contracts.StateMerged, After: after}, qListStateAfter), Scan: saga},
 		{Name: "qListRepo", YQL: qListRepo, Params: list(ledger.Filter{Limit: 10, Repo: "acme/a"}, qListRepo), Scan: saga},

@@ -15,6 +15,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/natsembed"
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
@@ -212,43 +213,10 @@ func outcomes(t *testing.T, b *bus.Bus) (ms []merged, failed []contracts.StepFai
 // and the stream holds want merged events; it fails the test after wait.
 func settled(t *testing.T, b *bus.Bus, want int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if done, err := settledOnce(ctx, b, want); err == nil && done {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the merger did not settle with %d merged events within %s", want, wait)
-		case <-tick.C:
-		}
-	}
-}
-
-func settledOnce(ctx context.Context, b *bus.Bus, want int) (bool, error) {
-	c, err := b.JS.Consumer(ctx, contracts.Stream, contracts.ConsumerMerger)
-	if err != nil {
-		return false, err
-	}
-	ci, err := c.Info(ctx)
-	if err != nil {
-		return false, err
-	}
-	if ci.NumPending > 0 || ci.NumAckPending > 0 {
-		return false, nil
-	}
-	s, err := b.JS.Stream(ctx, contracts.Stream)
-	if err != nil {
-		return false, err
-	}
-	si, err := s.Info(ctx, jetstream.WithSubjectFilter(contracts.SubjectMerged))
-	if err != nil {
-		return false, err
-	}
-	return si.State.Subjects[contracts.SubjectMerged] >= uint64(want), nil
+	ctx := t.Context()
+	natstest.WaitFor(t, wait, fmt.Sprintf("the merger to settle with %d merged events", want), func() bool {
+		return natstest.Idle(ctx, b, contracts.ConsumerMerger) && natstest.OnSubject(t, ctx, b, contracts.SubjectMerged) >= uint64(want)
+	})
 }
 
 // openShared opens the SQLite file at path with the merger's tables, as one

@@ -43,9 +43,7 @@ type Server struct {
 
 // New opens the repos dir.
 func New(opts Options) (*Server, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts.Now = service.Clock(opts.Now)
 	if opts.Committer.Name == "" {
 		opts.Committer = gitrepo.Signature{Name: "prsaga", Email: "prsaga@localhost"}
 	}

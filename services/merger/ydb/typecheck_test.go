@@ -2,9 +2,6 @@ package ydb
 
 import (
 	"testing"
-	"time"
-
-	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/platform/ydb/ydbcheck"
@@ -16,10 +13,9 @@ import (
 // the migrations (see platform/ydb/ydbcheck). A statement declared in the
 // package and missing here fails the test.
 func TestStatementsTypeCheck(t *testing.T) {
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	entry := gitrepo.JournalEntry{PRID: "acme/a#1", Commit: "c", Repo: "acme/a", TargetBranch: "main", Strategy: "squash", Base: "b", CorrelationID: "r"}
 	ydbcheck.LoadPackage(pydb.SchemaStatements(Migrations)).Run(t, []ydbcheck.Case{
-		{Name: "qRecorded", YQL: qRecorded, Params: recordedParams("acme/a#1"), Scan: func(r query.Row) error { _, err := scanSHA(r); return err }},
-		{Name: "qRecord", YQL: qRecord, Params: recordParams(entry, now)},
+		{Name: "qRecorded", YQL: qRecorded, Params: recordedParams("acme/a#1"), Scan: ydbcheck.Scan(scanSHA)},
+		{Name: "qRecord", YQL: qRecord, Params: recordParams(entry, ydbcheck.Now)},
 	})
 }

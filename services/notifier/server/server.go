@@ -89,12 +89,7 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
+	opts.Now, opts.Log = service.Clock(opts.Now), service.Logger(opts.Log)
 	opts.Webhook.AllowPrivate = opts.AllowPrivate
 	sender, err := webhook.NewSender(opts.Webhook)
 	if err != nil {

@@ -2,9 +2,6 @@ package ydb
 
 import (
 	"testing"
-	"time"
-
-	"github.com/ydb-platform/ydb-go-sdk/v3/query"
 
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/platform/ydb/ydbcheck"
@@ -16,13 +13,12 @@ import (
 // the migrations (see platform/ydb/ydbcheck). A statement declared in the
 // package and missing here fails the test.
 func TestStatementsTypeCheck(t *testing.T) {
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	ydbcheck.LoadPackage(pydb.SchemaStatements(Migrations)).Run(t, []ydbcheck.Case{
 		{Name: "qDeleteWatchers", YQL: qDeleteWatchers, Params: repoParams("acme/a")},
-		{Name: "qPutWatchers", YQL: qPutWatchers, Params: putWatchersParams("acme/a", []notifier.Watcher{{ID: "w", URL: "http://x", Secret: "s"}}, now)},
-		{Name: "qWatchers", YQL: qWatchers, Params: repoParams("acme/a"), Scan: func(r query.Row) error { _, err := scanWatcher(r); return err }},
-		{Name: "qDeliveries", YQL: qDeliveries, Params: deliveriesParams("c"), Scan: func(r query.Row) error { _, err := scanDelivery(r); return err }},
-		{Name: "qDelivered", YQL: qDelivered, Params: deliveredParams("c", []string{"w"}), Scan: func(r query.Row) error { _, err := scanWatcherID(r); return err }},
-		{Name: "qPutDeliveries", YQL: qPutDeliveries, Params: putDeliveriesParams([]notifier.Delivery{{CorrelationID: "c", WatcherID: "w"}}, now)},
+		{Name: "qPutWatchers", YQL: qPutWatchers, Params: putWatchersParams("acme/a", []notifier.Watcher{{ID: "w", URL: "http://x", Secret: "s"}}, ydbcheck.Now)},
+		{Name: "qWatchers", YQL: qWatchers, Params: repoParams("acme/a"), Scan: ydbcheck.Scan(scanWatcher)},
+		{Name: "qDeliveries", YQL: qDeliveries, Params: deliveriesParams("c"), Scan: ydbcheck.Scan(scanDelivery)},
+		{Name: "qDelivered", YQL: qDelivered, Params: deliveredParams("c", []string{"w"}), Scan: ydbcheck.Scan(scanWatcherID)},
+		{Name: "qPutDeliveries", YQL: qPutDeliveries, Params: putDeliveriesParams([]notifier.Delivery{{CorrelationID: "c", WatcherID: "w"}}, ydbcheck.Now)},
 	})
 }

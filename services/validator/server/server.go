@@ -74,12 +74,7 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
+	opts.Now, opts.Log = service.Clock(opts.Now), service.Logger(opts.Log)
 	st, err := Adapter(opts.DB)
 	if err != nil {
 		return nil, err
