@@ -58,6 +58,13 @@ var routeCases = []routeCase{
 	// Form posts go by session cookie and CSRF token, never a bearer
 	// token: without them every post is refused.
 	{"POST /sagas/{pr}/retry", "POST", "/sagas/" + routePR + "/retry", "", 403, 403, 403},
+	// The bulk retry: the failed list reads; its dry run needs the API
+	// token; the confirmation and cancel are form posts.
+	{"GET /failed", "GET", "/failed?step=NOTIFYING", "", 303, 200, 200},
+	{"GET /failed/retry", "GET", "/failed/retry?step=NOTIFYING", "", 303, 403, 200},
+	{"POST /failed/retry", "POST", "/failed/retry", "", 403, 403, 403},
+	{"GET /retries/{id}", "GET", "/retries/no-such-job", "", 303, 404, 404},
+	{"POST /retries/{id}/cancel", "POST", "/retries/no-such-job/cancel", "", 403, 403, 403},
 	{"GET /login", "GET", "/login", "", 200, 200, 200},
 	{"POST /login", "POST", "/login", "", 403, 403, 403},
 	// validator

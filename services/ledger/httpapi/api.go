@@ -99,6 +99,11 @@ func (a *API) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /sagas/{pr}", a.viewer(a.timeline))
 	mux.HandleFunc("GET /sagas/{pr}/retry", a.viewer(a.confirmRetry))
 	mux.HandleFunc("POST /sagas/{pr}/retry", a.formRetry)
+	mux.HandleFunc("GET /failed", a.viewer(a.failedList))
+	mux.HandleFunc("GET /failed/retry", a.viewer(a.confirmBulk))
+	mux.HandleFunc("POST /failed/retry", a.formBulk)
+	mux.HandleFunc("GET /retries/{id}", a.viewer(a.bulkJob))
+	mux.HandleFunc("POST /retries/{id}/cancel", a.cancelBulk)
 	mux.HandleFunc("GET /login", a.loginPage)
 	mux.HandleFunc("POST /login", a.login)
 }

@@ -23,6 +23,9 @@ var pages = map[string]*template.Template{
 	"dashboard": parsePage("dashboard.html"),
 	"timeline":  parsePage("timeline.html"),
 	"confirm":   parsePage("confirm.html"),
+	"failed":    parsePage("failed.html"),
+	"bulkretry": parsePage("bulkretry.html"),
+	"bulkjob":   parsePage("bulkjob.html"),
 	"login":     parsePage("login.html"),
 	"error":     parsePage("error.html"),
 }

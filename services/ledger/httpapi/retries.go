@@ -21,6 +21,7 @@ type job struct {
 	id      string
 	created time.Time
 	cancel  context.CancelFunc
+	formKey string // the dashboard form that started it, or ""
 
 	mu  sync.Mutex
 	rep ledger.BulkReport
@@ -62,6 +63,18 @@ func (js *jobs) add(j *job) {
 	js.list = append(js.list, j)
 }
 
+// byFormKey finds the job a dashboard form started.
+func (js *jobs) byFormKey(key string) (*job, bool) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	for _, j := range js.list {
+		if j.formKey == key {
+			return j, true
+		}
+	}
+	return nil, false
+}
+
 func (js *jobs) get(id string) (*job, bool) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
@@ -99,8 +112,16 @@ func (a *API) postRetries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Actor = a.actor(r)
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	j := &job{id: a.NewID(), created: a.now(), cancel: cancel,
+	j := a.startBulk(r.Context(), sagas, req, "")
+	httpx.WriteJSON(w, http.StatusAccepted, bulkAccepted{ID: j.id, Matched: len(sagas), DryRun: req.DryRun, Status: "/api/v1/retries/" + j.id})
+}
+
+// startBulk runs a bulk retry of sagas as a job of this ledger, outliving
+// the request that started it. formKey is the dashboard form's key ("" for
+// the API): a form posted twice finds its job (jobs.byFormKey).
+func (a *API) startBulk(rctx context.Context, sagas []ledger.Saga, req ledger.BulkRequest, formKey string) *job {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(rctx))
+	j := &job{id: a.NewID(), created: a.now(), cancel: cancel, formKey: formKey,
 		rep: ledger.BulkReport{Matched: len(sagas), DryRun: req.DryRun, Items: []ledger.BulkItem{}}}
 	a.bulkJobs().add(j)
 	go func() {
@@ -117,7 +138,7 @@ func (a *API) postRetries(w http.ResponseWriter, r *http.Request) {
 			"replayed", rep.Replayed, "skipped", rep.Skipped, "refused", rep.Refused, "errors", rep.Errors,
 			"dry_run", rep.DryRun, "cancelled", rep.Cancelled)
 	}()
-	httpx.WriteJSON(w, http.StatusAccepted, bulkAccepted{ID: j.id, Matched: len(sagas), DryRun: req.DryRun, Status: "/api/v1/retries/" + j.id})
+	return j
 }
 
 // getRetries reports a bulk retry's progress (its summary once finished).
