@@ -191,3 +191,29 @@ func column(t testing.TB, ctx context.Context, q *sql.DB, query string) []string
 	}
 	return out
 }
+
+// HadMigration reports whether the fixture file (as committed, before any
+// upgrade) had component's migration name applied: what a test of rows that only
+// some versions could hold asks.
+func HadMigration(t testing.TB, fixture, component, name string) bool {
+	t.Helper()
+	// A copy: even a read-only open of a WAL database leaves files beside it.
+	body, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "fixture.sqlite")
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow(`SELECT count(*) FROM schema_migrations WHERE component = ? AND name = ?`, component, name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
