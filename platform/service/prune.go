@@ -72,13 +72,17 @@ func prune(ctx context.Context, name string, p Pruner, r Retention, tel Telemetr
 }
 
 // PruneRound deletes what retention no longer needs, batch by batch, and
-// reports it to tel when tel is a PruneTelemetry.
+// reports it to tel when tel is a PruneTelemetry. A nil p prunes only
+// r.Tables.
 func PruneRound(ctx context.Context, name string, p Pruner, r Retention, tel any) error {
 	if r.Batch <= 0 {
 		r.Batch = 500
 	}
 	pt, _ := tel.(PruneTelemetry)
-	jobs := append([]TablePrune{{"inbox", r.Inbox, p.PruneInbox}, {"outbox", r.Sent, p.PruneSent}}, r.Tables...)
+	jobs := r.Tables
+	if p != nil { // nil: a store whose inbox and outbox prune themselves
+		jobs = append([]TablePrune{{"inbox", r.Inbox, p.PruneInbox}, {"outbox", r.Sent, p.PruneSent}}, r.Tables...)
+	}
 	for _, job := range jobs {
 		for ctx.Err() == nil {
 			n, err := job.Delete(ctx, job.Age, r.Batch)

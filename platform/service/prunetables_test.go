@@ -11,6 +11,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/service"
+	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/platform/store/storetest"
 	"github.com/prsaga/prsaga/platform/telemetry"
 )
@@ -19,10 +20,30 @@ import (
 // prune the inbox and the outbox, with their age, batch after batch while
 // batches come back full, and counts what they deleted.
 func TestRunningServicePrunesItsOwnTables(t *testing.T) {
+	testOwnTables(t, false)
+}
+
+// On a store that prunes its own inbox and outbox (YDB's TTLs) the rounds
+// run for the service's own tables alone.
+func TestOwnTablesPrunedOnAStoreWithoutPruner(t *testing.T) {
+	testOwnTables(t, true)
+}
+
+// notPruner is a store whose inbox and outbox the platform does not prune.
+type notPruner struct{ store.DB }
+
+func testOwnTables(t *testing.T, ttls bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, b := natstest.Start(t, bus.Config{})
-	db := openAt(t, storetest.NewClock(storetest.T0))
+	clk := storetest.NewClock(storetest.T0)
+	sdb := openAt(t, clk)
+	mark(t, sdb, "old")
+	clk.Advance(24 * time.Hour)
+	var db store.DB = sdb
+	if ttls {
+		db = notPruner{sdb}
+	}
 	tel, err := telemetry.New(ctx, telemetry.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -55,5 +76,9 @@ func TestRunningServicePrunesItsOwnTables(t *testing.T) {
 	}
 	if badAge.Load() {
 		t.Error("the table's Delete was called with another age than its own")
+	}
+	// The inbox entry is a day old, past the hour of retention.
+	if ok, err := sdb.Processed(ctx, "validator", "old"); err != nil || ok == !ttls {
+		t.Errorf("inbox entry past its retention (store prunes itself: %v): processed %v, %v", ttls, ok, err)
 	}
 }

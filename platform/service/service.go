@@ -82,7 +82,9 @@ func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Optio
 		defer r.wg.Done()
 		_ = relay.Run(rctx)
 	}()
-	if p, ok := s.DB.(Pruner); ok && opts.Retention.Interval > 0 {
+	// A store without a Pruner (YDB: TTLs prune its inbox and outbox) still
+	// runs rounds for the service's own tables.
+	if p, ok := s.DB.(Pruner); (ok || len(s.Prune) > 0) && opts.Retention.Interval > 0 {
 		ret := opts.Retention
 		ret.Tables = append(ret.Tables[:len(ret.Tables):len(ret.Tables)], s.Prune...)
 		r.wg.Add(1)

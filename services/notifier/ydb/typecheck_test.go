@@ -24,5 +24,8 @@ func TestStatementsTypeCheck(t *testing.T) {
 		{Name: "qDeliveries", YQL: qDeliveries, Params: deliveriesParams("c"), Scan: func(r query.Row) error { _, err := scanDelivery(r); return err }},
 		{Name: "qDelivered", YQL: qDelivered, Params: deliveredParams("c", []string{"w"}), Scan: func(r query.Row) error { _, err := scanWatcherID(r); return err }},
 		{Name: "qPutDeliveries", YQL: qPutDeliveries, Params: putDeliveriesParams([]notifier.Delivery{{CorrelationID: "c", WatcherID: "w"}}, now)},
+		{Name: "qDeliveryPage", YQL: qDeliveryPage, Params: deliveryPageParams(3, "c", 500), Scan: func(r query.Row) error { _, _, _, err := scanDeliveryPage(r); return err }},
+		{Name: "qDeliveryRun", YQL: qDeliveryRun, Params: deliveriesParams("c"), Scan: func(r query.Row) error { _, _, err := scanDeliveryRun(r); return err }},
+		{Name: "qDeleteRun", YQL: qDeleteRun, Params: deliveriesParams("c")},
 	})
 }
