@@ -114,7 +114,7 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 	}
 	retInbox := str("retention-inbox", "PRSAGA_RETENTION_INBOX", "", "keep inbox entries this long (default PRSAGA_STREAM_MAX_AGE + 24h; never less than the stream's MaxAge)")
 	retSent := str("retention-sent", "PRSAGA_RETENTION_SENT", "1h", "keep outbox rows this long after they were sent")
-	pruneEvery := str("prune-interval", "PRSAGA_PRUNE_INTERVAL", "1m", "pause between pruning rounds of the inbox and the sent outbox rows (0: never prune)")
+	pruneEvery := str("prune-interval", "PRSAGA_PRUNE_INTERVAL", "1m", "pause between pruning rounds of the inbox, the sent outbox rows and the delivery rows (0: never prune)")
 	retDeliveries := str("retention-deliveries", "PRSAGA_RETENTION_DELIVERIES", "", "keep the delivery rows of fully delivered webhook runs this long (default the longest of 720h, the inbox's and the DLQ's retention; never less than either)")
 	retDLQ := str("retention-dlq", "PRSAGA_RETENTION_DLQ", "720h", "how long the dead-letter stream keeps dead letters")
 	perService := map[string]*string{}
