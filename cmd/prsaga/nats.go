@@ -40,7 +40,8 @@ func cmdNATS(ctx context.Context, args []string, getenv func(string) string, std
 	// Create the streams now, so that a forge may publish requests before
 	// any service has started.
 	b, err := bus.Connect(ctx, bus.Config{InProcess: ns.Server, Name: "prsaga-nats",
-		Replicas: cfg.StreamReplicas, MaxAge: cfg.StreamMaxAge, Duplicates: cfg.DedupeWindow, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver})
+		Replicas: cfg.StreamReplicas, MaxAge: cfg.StreamMaxAge, Duplicates: cfg.DedupeWindow, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+		DLQMaxAge: cfg.RetentionDLQ})
 	if err != nil {
 		fmt.Fprintf(stderr, "prsaga nats: %v\n", err)
 		return exitFailed

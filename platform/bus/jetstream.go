@@ -39,6 +39,11 @@ type Config struct {
 	AckWait    time.Duration
 	MaxDeliver int // for step consumers; lock and ledger consumers never give up
 
+	// DLQMaxAge is how long the dead-letter stream keeps dead letters
+	// (PRSAGA_RETENTION_DLQ; default MaxAge). EnsureStreams applies it to
+	// an existing stream too.
+	DLQMaxAge time.Duration
+
 	// WaitForServer makes Connect succeed while no server can be reached
 	// yet: the connection keeps trying in the background (as it does
 	// after losing a server), and JetStream calls fail as Unavailable
@@ -55,6 +60,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxAge == 0 {
 		c.MaxAge = 168 * time.Hour
+	}
+	if c.DLQMaxAge == 0 {
+		c.DLQMaxAge = c.MaxAge
 	}
 	if c.Duplicates == 0 {
 		c.Duplicates = 2 * time.Minute
@@ -150,7 +158,7 @@ func (b *Bus) EnsureStreams(ctx context.Context) error {
 	}, {
 		Name:       contracts.DLQStream,
 		Subjects:   []string{contracts.DLQSubjectPrefix + ">"},
-		MaxAge:     b.cfg.MaxAge,
+		MaxAge:     b.cfg.DLQMaxAge,
 		Duplicates: b.cfg.Duplicates,
 		Replicas:   b.cfg.Replicas,
 	}, {

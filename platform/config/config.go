@@ -49,7 +49,21 @@ type Config struct {
 	// message); RetentionSent keeps outbox rows this long after they were
 	// sent; PruneInterval is the pause between pruning rounds (0: never).
 	RetentionInbox, RetentionSent, PruneInterval time.Duration
+	// RetentionDeliveries keeps the webhook delivery rows of runs whose
+	// every watcher was delivered this long after their last update
+	// (default the longest of 30 days, RetentionInbox and RetentionDLQ: a
+	// redelivery or a redriven dead letter of a run must still find its
+	// rows, or a watcher would be sent the run again).
+	RetentionDeliveries time.Duration
+	// RetentionDLQ is the dead-letter stream's MaxAge (default 30 days:
+	// a dead letter waits for a human).
+	RetentionDLQ time.Duration
 }
+
+// DefaultRetentionDeliveries is the least PRSAGA_RETENTION_DELIVERIES
+// defaults to: a month of delivery rows answers "was this watcher told?"
+// for as long as an operator usually asks.
+const DefaultRetentionDeliveries = 30 * 24 * time.Hour
 
 // Getenv is os.Getenv's shape, injectable for tests.
 type Getenv func(string) string
@@ -100,7 +114,9 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 	}
 	retInbox := str("retention-inbox", "PRSAGA_RETENTION_INBOX", "", "keep inbox entries this long (default PRSAGA_STREAM_MAX_AGE + 24h; never less than the stream's MaxAge)")
 	retSent := str("retention-sent", "PRSAGA_RETENTION_SENT", "1h", "keep outbox rows this long after they were sent")
-	pruneEvery := str("prune-interval", "PRSAGA_PRUNE_INTERVAL", "1m", "pause between pruning rounds of the inbox and the sent outbox rows (0: never prune)")
+	pruneEvery := str("prune-interval", "PRSAGA_PRUNE_INTERVAL", "1m", "pause between pruning rounds of the inbox, the sent outbox rows and the delivery rows (0: never prune)")
+	retDeliveries := str("retention-deliveries", "PRSAGA_RETENTION_DELIVERIES", "", "keep the delivery rows of fully delivered webhook runs this long (default the longest of 720h, the inbox's and the DLQ's retention; never less than either)")
+	retDLQ := str("retention-dlq", "PRSAGA_RETENTION_DLQ", "720h", "how long the dead-letter stream keeps dead letters")
 	perService := map[string]*string{}
 	for _, s := range []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceIndexer, contracts.ServiceLedger} {
 		perService[s] = str(s+"-http", "PRSAGA_"+strings.ToUpper(s)+"_HTTP_ADDR", "", "HTTP address of the "+s+" when run alone")
@@ -156,6 +172,11 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 		c.RetentionInbox = c.StreamMaxAge + 24*time.Hour
 		if *retInbox != "" {
 			c.RetentionInbox = dur("PRSAGA_RETENTION_INBOX", *retInbox)
+		}
+		c.RetentionDLQ = dur("PRSAGA_RETENTION_DLQ", *retDLQ)
+		c.RetentionDeliveries = max(DefaultRetentionDeliveries, c.RetentionInbox, c.RetentionDLQ)
+		if *retDeliveries != "" {
+			c.RetentionDeliveries = dur("PRSAGA_RETENTION_DELIVERIES", *retDeliveries)
 		}
 		for _, part := range strings.Split(*backoff, ",") {
 			if part = strings.TrimSpace(part); part != "" {
@@ -220,6 +241,19 @@ func (c Config) Validate() error {
 		// An entry pruned while the stream can still redeliver its message
 		// would let the message be handled twice.
 		bad("PRSAGA_RETENTION_INBOX: %s is shorter than PRSAGA_STREAM_MAX_AGE %s: a redelivery after pruning would be handled again", c.RetentionInbox, c.StreamMaxAge)
+	}
+	if c.RetentionDLQ <= 0 {
+		// JetStream reads a MaxAge of 0 as "forever".
+		bad("PRSAGA_RETENTION_DLQ: must be positive")
+	}
+	// A delivery row is what stops a watcher being sent a run again: it must
+	// outlive every way the run's event can come back (a redelivery, kept
+	// out by the inbox while its entry lasts; a redriven dead letter).
+	if c.RetentionDeliveries < c.RetentionInbox {
+		bad("PRSAGA_RETENTION_DELIVERIES: %s is shorter than PRSAGA_RETENTION_INBOX %s: a redelivered event would notify its watchers again", c.RetentionDeliveries, c.RetentionInbox)
+	}
+	if c.RetentionDeliveries < c.RetentionDLQ {
+		bad("PRSAGA_RETENTION_DELIVERIES: %s is shorter than PRSAGA_RETENTION_DLQ %s: a redriven dead letter would notify its watchers again", c.RetentionDeliveries, c.RetentionDLQ)
 	}
 	if _, err := c.SQLiteDir(); err != nil && !c.IsYDB() {
 		bad("PRSAGA_STORE: %v", err)

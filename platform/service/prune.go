@@ -19,6 +19,19 @@ type Retention struct {
 	// Batch is the rows one statement deletes (default 500): a round is
 	// many short write transactions, never one long one.
 	Batch int
+	// Tables are a service's own tables pruned in the same rounds
+	// (Spec.Prune), after the inbox and the outbox.
+	Tables []TablePrune
+}
+
+// TablePrune is one of a service's own tables that grows with traffic:
+// Delete removes up to limit of its rows that are older than olderThan
+// and no longer needed, and returns how many (the next batch goes on
+// while a batch comes back full).
+type TablePrune struct {
+	Table  string
+	Age    time.Duration
+	Delete func(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
 }
 
 // Pruner is a store that prunes in bounded batches (platform/sqlite).
@@ -59,24 +72,25 @@ func prune(ctx context.Context, name string, p Pruner, r Retention, tel Telemetr
 }
 
 // PruneRound deletes what retention no longer needs, batch by batch, and
-// reports it to tel when tel is a PruneTelemetry.
+// reports it to tel when tel is a PruneTelemetry. A nil p prunes only
+// r.Tables.
 func PruneRound(ctx context.Context, name string, p Pruner, r Retention, tel any) error {
 	if r.Batch <= 0 {
 		r.Batch = 500
 	}
 	pt, _ := tel.(PruneTelemetry)
-	for _, job := range []struct {
-		table string
-		age   time.Duration
-		del   func(context.Context, time.Duration, int) (int64, error)
-	}{{"inbox", r.Inbox, p.PruneInbox}, {"outbox", r.Sent, p.PruneSent}} {
+	jobs := r.Tables
+	if p != nil { // nil: a store whose inbox and outbox prune themselves
+		jobs = append([]TablePrune{{"inbox", r.Inbox, p.PruneInbox}, {"outbox", r.Sent, p.PruneSent}}, r.Tables...)
+	}
+	for _, job := range jobs {
 		for ctx.Err() == nil {
-			n, err := job.del(ctx, job.age, r.Batch)
+			n, err := job.Delete(ctx, job.Age, r.Batch)
 			if err != nil {
 				return err
 			}
 			if pt != nil && n > 0 {
-				pt.Pruned(name, job.table, n)
+				pt.Pruned(name, job.Table, n)
 			}
 			if n < int64(r.Batch) {
 				break

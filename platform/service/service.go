@@ -36,6 +36,9 @@ type Spec struct {
 	// and inbox.
 	DB        store.DB
 	Consumers []Consumer
+	// Prune are the service's own tables pruned with the inbox and the
+	// outbox (SQLite: YDB's tables have TTLs of their own).
+	Prune []TablePrune
 }
 
 // Options shared by every service of a process.
@@ -79,11 +82,15 @@ func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Optio
 		defer r.wg.Done()
 		_ = relay.Run(rctx)
 	}()
-	if p, ok := s.DB.(Pruner); ok && opts.Retention.Interval > 0 {
+	// A store without a Pruner (YDB: TTLs prune its inbox and outbox) still
+	// runs rounds for the service's own tables.
+	if p, ok := s.DB.(Pruner); (ok || len(s.Prune) > 0) && opts.Retention.Interval > 0 {
+		ret := opts.Retention
+		ret.Tables = append(ret.Tables[:len(ret.Tables):len(ret.Tables)], s.Prune...)
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			prune(rctx, s.Name, p, opts.Retention, opts.Telemetry, log.With("component", "prune"))
+			prune(rctx, s.Name, p, ret, opts.Telemetry, log.With("component", "prune"))
 		}()
 	}
 	for _, c := range s.Consumers {

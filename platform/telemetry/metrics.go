@@ -133,7 +133,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Scrapes whose reading of a store failed, by what was read (outbox, sagas)."},
 			[]string{"what"}),
 		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricPruned,
-			Help: "Rows retention pruned from a service's store, by table (inbox, outbox)."},
+			Help: "Rows retention pruned from a service's store, by table (inbox, outbox, a service's own such as delivery)."},
 			[]string{"service", "table"}),
 		storeSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricStoreSize,
 			Help: "A service's store after its last pruning round: inbox_rows, outbox_rows, file_bytes (SQLite file and WAL)."},

@@ -22,7 +22,8 @@ var Module = service.Module{
 	Build: func(ctx context.Context, env service.Env) (service.Component, error) {
 		cfg := env.Config
 		n, err := New(Options{DB: env.DB, AllowPrivate: cfg.WebhookAllowPrivate,
-			OperatorTokens: httpx.Tokens{cfg.APIToken}, ReadTokens: httpx.Tokens{cfg.ReadToken}, Log: env.Log})
+			OperatorTokens: httpx.Tokens{cfg.APIToken}, ReadTokens: httpx.Tokens{cfg.ReadToken}, Log: env.Log,
+			RetentionDeliveries: cfg.RetentionDeliveries})
 		if err != nil {
 			return nil, err
 		}

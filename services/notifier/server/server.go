@@ -47,6 +47,9 @@ type Options struct {
 	// one that resolves to a private address (webhook.CheckPublic);
 	// default the system resolver. Tests set one that asks no DNS server.
 	LookupIP webhook.LookupIP
+	// RetentionDeliveries keeps the delivery rows of runs delivered to
+	// every watcher this long (PRSAGA_RETENTION_DELIVERIES); 0 keeps them.
+	RetentionDeliveries time.Duration
 }
 
 // Validate reports every problem of the options at once.
@@ -129,5 +132,6 @@ func (s *Server) Spec() service.Spec {
 			Step:   contracts.StateNotifying,
 			Handle: s.n.OnMerged,
 		}},
+		Prune: s.prune(),
 	}
 }

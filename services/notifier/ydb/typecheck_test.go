@@ -3,6 +3,8 @@ package ydb
 import (
 	"testing"
 
+	"github.com/ydb-platform/ydb-go-sdk/v3/query"
+
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/platform/ydb/ydbcheck"
 	"github.com/prsaga/prsaga/services/notifier"
@@ -20,5 +22,8 @@ func TestStatementsTypeCheck(t *testing.T) {
 		{Name: "qDeliveries", YQL: qDeliveries, Params: deliveriesParams("c"), Scan: ydbcheck.Scan(scanDelivery)},
 		{Name: "qDelivered", YQL: qDelivered, Params: deliveredParams("c", []string{"w"}), Scan: ydbcheck.Scan(scanWatcherID)},
 		{Name: "qPutDeliveries", YQL: qPutDeliveries, Params: putDeliveriesParams([]notifier.Delivery{{CorrelationID: "c", WatcherID: "w"}}, ydbcheck.Now)},
+		{Name: "qDeliveryPage", YQL: qDeliveryPage, Params: deliveryPageParams(3, "c", 500), Scan: func(r query.Row) error { _, _, _, err := scanDeliveryPage(r); return err }},
+		{Name: "qDeliveryRun", YQL: qDeliveryRun, Params: deliveriesParams("c"), Scan: ydbcheck.Scan2(scanDeliveryRun)},
+		{Name: "qDeleteRun", YQL: qDeleteRun, Params: deliveriesParams("c")},
 	})
 }

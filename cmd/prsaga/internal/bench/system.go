@@ -38,7 +38,7 @@ func busConfig(cfg config.Config, name string) bus.Config {
 	return bus.Config{
 		URL: cfg.NATSURL, Name: name,
 		Replicas: cfg.StreamReplicas, MaxAge: cfg.StreamMaxAge, Duplicates: cfg.DedupeWindow,
-		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, DLQMaxAge: cfg.RetentionDLQ,
 	}
 }
 

@@ -195,7 +195,7 @@ func busConfig(cfg config.Config) bus.Config {
 		URL: cfg.NATSURL, Name: "prsaga", CredsFile: cfg.NATSCreds,
 		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey,
 		Replicas: cfg.StreamReplicas, MaxAge: cfg.StreamMaxAge, Duplicates: cfg.DedupeWindow,
-		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, DLQMaxAge: cfg.RetentionDLQ,
 	}
 }
 
