@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/backup"
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+)
+
+// hookBodies records, per X-Prsaga-Delivery id, the bodies received.
+type hookBodies struct {
+	mu     sync.Mutex
+	bodies map[string]map[string]bool // delivery id -> sha256 of each body
+}
+
+func (h *hookBodies) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	sum := sha256.Sum256(body)
+	id := r.Header.Get("X-Prsaga-Delivery")
+	h.mu.Lock()
+	if h.bodies[id] == nil {
+		h.bodies[id] = map[string]bool{}
+	}
+	h.bodies[id][hex.EncodeToString(sum[:])] = true
+	h.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+// sagaOutcome is what must not change when a deployment is restored from
+// an older backup and catches up.
+type sagaOutcome struct {
+	State, FailedStep, MergeSHA, CorrelationID string
+	Merged                                     bool
+	Attempts                                   int
+}
+
+func outcomes(t *testing.T, c *client.Client) map[string]sagaOutcome {
+	t.Helper()
+	out := map[string]sagaOutcome{}
+	for _, s := range allSagas(t, c) {
+		out[s.PRID] = sagaOutcome{State: s.State, FailedStep: s.FailedStep, MergeSHA: s.MergeSHA, CorrelationID: s.CorrelationID, Merged: s.Merged, Attempts: s.Attempts}
+	}
+	return out
+}
+
+// Traffic runs; a backup is taken in the middle of it, while requests are
+// still being published; the deployment runs on until every saga is
+// finished, is stopped, the older backup is restored and the deployment
+// started again. Once it has caught up, every saga ends as it had before
+// the restore, each PR is merged exactly once (git is the oracle), no
+// webhook delivery id came with two different bodies and nothing was
+// dead-lettered. The backup itself is consistent: each database copy
+// passes integrity_check, and every event at or below a consumer's
+// recorded position is in that consumer's inbox in the copy.
+func TestBackupUnderLoadThenRestore(t *testing.T) {
+	const prs, repos = 120, 4
+	cfg := testConfig(t)
+	cfg.WebhookAllowPrivate = true
+	reqs := prepareRepos(t, cfg.ReposDir, prs, repos)
+	hooks := &hookBodies{bodies: map[string]map[string]bool{}}
+	receiver := httptest.NewServer(hooks)
+	t.Cleanup(receiver.Close)
+
+	st := startStack(t, cfg)
+	c := client.New(st.URL, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for k := 0; k < repos; k++ {
+		if err := c.PutWatchers(ctx, repoOf(k), []map[string]string{{"url": receiver.URL + "/hooks/" + repoOf(k), "secret": "s3cret-" + repoOf(k)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range reqs {
+		state := "success"
+		if i%10 == 9 {
+			state = "failure" // some sagas end MERGE_FAILED at VALIDATING
+		}
+		setCI(t, c, r.Repo, r.HeadSHA, state)
+	}
+	terminal := func() int {
+		n := 0
+		for _, s := range allSagas(t, c) {
+			if s.Terminal() {
+				n++
+			}
+		}
+		return n
+	}
+
+	// The first half, then the backup while the second half is published.
+	publishRequests(ctx, t, st.Bus, "https://forge.example/backup", reqs[:prs/2])
+	waitCond(t, time.Minute, "a few sagas finished", func() bool { return terminal() >= 10 })
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		for _, r := range reqs[prs/2:] {
+			e, err := contracts.NewRequested(fmt.Sprintf("backup-run-%s", strings.NewReplacer("/", "-", "#", "-").Replace(r.PRID)), "https://forge.example/backup", time.Now(), r, "")
+			if err == nil {
+				err = st.Bus.Publish(ctx, e)
+			}
+			if err != nil {
+				t.Errorf("publish %s: %v", r.PRID, err)
+				return
+			}
+		}
+	}()
+	dir := filepath.Join(t.TempDir(), "backup")
+	code, out, errOut := runCLI(t, "backup", "--to", dir, "--data", cfg.DataDir, "--nats-url", st.NATS.Addr(), "--api", st.URL, "--json")
+	if code != exitOK {
+		t.Fatalf("backup: exit %d\n%s%s", code, out, errOut)
+	}
+	<-published
+	var m backup.Manifest
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("backup --json: %v\n%s", err, out)
+	}
+	if len(m.Databases) != 5 || m.Index == nil || m.Index.Via != "indexer" || len(m.Consumers) < 6 {
+		t.Fatalf("manifest: %d databases, index %+v, %d consumers; want all 5 databases, the index copied by the indexer, every consumer", len(m.Databases), m.Index, len(m.Consumers))
+	}
+	checkBackupConsistent(ctx, t, st.Bus, dir, m)
+	if n := finishedIn(t, filepath.Join(dir, "ledger.sqlite")); n >= prs {
+		t.Fatalf("the backup's ledger has all %d sagas finished: it was not taken mid-run", n)
+	}
+
+	// Run on to the end; what the deployment says then is the reference.
+	waitCond(t, 90*time.Second, "every saga finished", func() bool { return terminal() == prs })
+	waitSettled(t, ctx, st.Bus)
+	want := outcomes(t, c)
+	st.Stop()
+
+	code, out, errOut = runCLI(t, "restore", "--from", dir, "--data", cfg.DataDir)
+	if code != exitOK {
+		t.Fatalf("restore: exit %d\n%s%s", code, out, errOut)
+	}
+	st2 := startStack(t, cfg)
+	c2 := client.New(st2.URL, "")
+	waitSettled(t, ctx, st2.Bus)
+	waitCond(t, time.Minute, "every saga as before the restore", func() bool {
+		got := outcomes(t, c2)
+		if len(got) != len(want) {
+			return false
+		}
+		for pr, w := range want {
+			if got[pr] != w {
+				return false
+			}
+		}
+		return true
+	})
+	waitSettled(t, ctx, st2.Bus)
+	if got := outcomes(t, c2); len(got) != prs {
+		t.Fatalf("after the restore the ledger has %d sagas, want %d", len(got), prs)
+	}
+
+	merged := 0
+	for _, w := range want {
+		if w.Merged {
+			merged++
+		}
+	}
+	counts := mainTrailers(t, cfg.ReposDir, repos)
+	for pr, w := range want {
+		n := counts[pr]
+		if (w.Merged && n != 1) || (!w.Merged && n != 0) {
+			t.Errorf("%s: %d merge commits on main, want %d (merged: %v)", pr, n, map[bool]int{true: 1}[w.Merged], w.Merged)
+		}
+	}
+	hooks.mu.Lock()
+	deliveries := len(hooks.bodies)
+	for id, bodies := range hooks.bodies {
+		if len(bodies) != 1 {
+			t.Errorf("delivery id %s came with %d different bodies", id, len(bodies))
+		}
+	}
+	hooks.mu.Unlock()
+	if deliveries != merged {
+		t.Errorf("%d delivery ids, want one per merged saga (%d)", deliveries, merged)
+	}
+	dlq, err := st2.Bus.JS.Stream(ctx, contracts.DLQStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := dlq.Info(ctx); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("DLQ: %v messages (err %v), want none", info.State.Msgs, err)
+	}
+}
+
+// checkBackupConsistent checks every database copy with integrity_check
+// and that each consumer's recorded ack floor is applied in the copy: the
+// id of every event of its subjects at or below it is in its inbox.
+func checkBackupConsistent(ctx context.Context, t *testing.T, b *bus.Bus, dir string, m backup.Manifest) {
+	t.Helper()
+	inbox := map[string]map[string]bool{} // consumer -> event ids
+	for _, d := range m.Databases {
+		db := openCopy(t, filepath.Join(dir, d.File))
+		var ok string
+		if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+			t.Fatalf("integrity_check of the %s copy: %q %v", d.Service, ok, err)
+		}
+		rows, err := db.Query(`SELECT consumer, event_id FROM inbox`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var c, id string
+			if err := rows.Scan(&c, &id); err != nil {
+				t.Fatal(err)
+			}
+			if inbox[c] == nil {
+				inbox[c] = map[string]bool{}
+			}
+			inbox[c][id] = true
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	s, err := b.JS.Stream(ctx, contracts.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, c := range m.Consumers {
+		ci, err := b.JS.Consumer(ctx, contracts.Stream, c.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		filters := ci.CachedInfo().Config.FilterSubjects
+		if f := ci.CachedInfo().Config.FilterSubject; f != "" {
+			filters = append(filters, f)
+		}
+		for seq := uint64(1); seq <= c.AckFloor; seq++ {
+			msg, err := s.GetMsg(ctx, seq)
+			if err != nil {
+				t.Fatalf("stream message %d: %v", seq, err)
+			}
+			if !matchesAny(msg.Subject, filters) {
+				continue
+			}
+			e, err := bus.Decode(msg.Header, msg.Data)
+			if err != nil {
+				t.Fatalf("message %d: %v", seq, err)
+			}
+			if !inbox[c.Name][e.ID()] {
+				t.Errorf("consumer %s: event %s (sequence %d, at or below its recorded floor %d) is not in the copy's inbox", c.Name, e.ID(), seq, c.AckFloor)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no event at or below any recorded position: the check checked nothing")
+	}
+}
+
+func openCopy(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// finishedIn counts the finished sagas in a ledger database.
+func finishedIn(t *testing.T, path string) int {
+	t.Helper()
+	var n int
+	if err := openCopy(t, path).QueryRow(`SELECT count(*) FROM pr_saga WHERE state IN ('MERGED', 'MERGE_FAILED')`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// matchesAny reports whether subject matches one of the NATS subject
+// filters (* one token, > the rest).
+func matchesAny(subject string, filters []string) bool {
+	for _, f := range filters {
+		st, ft := strings.Split(subject, "."), strings.Split(f, ".")
+		ok := true
+		for i, tok := range ft {
+			if tok == ">" {
+				ok = len(st) > i
+				break
+			}
+			if i >= len(st) || (tok != "*" && tok != st[i]) {
+				ok = false
+				break
+			}
+			if i == len(ft)-1 && len(st) != len(ft) {
+				ok = false
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
