@@ -37,6 +37,7 @@ func (h *hookBodies) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.bodies[id] = map[string]bool{}
 	}
 	h.bodies[id][hex.EncodeToString(sum[:])] = true
+
 	h.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 }
@@ -191,6 +192,23 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 	if deliveries != merged {
 		t.Errorf("%d delivery ids, want one per merged saga (%d)", deliveries, merged)
 	}
+	// A step handled again after the restore answers under the id it
+	// answered with before (step.FollowID): the ledger holds one event per
+	// run, type and source.
+	rows, err := openCopy(t, filepath.Join(cfg.DataDir, "db", "ledger.sqlite")).Query(
+		`SELECT correlation_id, type, json_extract(event, '$.source'), count(*) FROM saga_event GROUP BY 1, 2, 3 HAVING count(*) > 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var corr, typ, source string
+		var n int
+		if err := rows.Scan(&corr, &typ, &source, &n); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("run %s: %d events %s from %s, want one", corr, n, typ, source)
+	}
+	rows.Close()
 	dlq, err := st2.Bus.JS.Stream(ctx, contracts.DLQStream)
 	if err != nil {
 		t.Fatal(err)
