@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/services/indexer/bleveindex"
 )
 
 // hookBodies records, per X-Prsaga-Delivery id, the bodies received.
@@ -134,8 +136,19 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 		t.Fatalf("manifest: %d databases, index %+v, %d consumers; want all 5 databases, the index copied by the indexer, every consumer", len(m.Databases), m.Index, len(m.Consumers))
 	}
 	checkBackupConsistent(ctx, t, st.Bus, dir, m)
-	if n := finishedIn(t, filepath.Join(dir, "ledger.sqlite")); n >= prs {
+	if n := finishedIn(t, filepath.Join(dir, "ledger.sqlite"), "'MERGED', 'MERGE_FAILED'"); n >= prs {
 		t.Fatalf("the backup's ledger has all %d sagas finished: it was not taken mid-run", n)
+	}
+	// The index was copied after the ledger: every PR the ledger's copy
+	// has MERGED (indexed first) is in the index's copy.
+	x, err := bleveindex.Open(filepath.Join(dir, "index"), time.Second)
+	if err != nil {
+		t.Fatalf("the index's copy does not open: %v", err)
+	}
+	docs, err := x.Count()
+	x.Close()
+	if merged := finishedIn(t, filepath.Join(dir, "ledger.sqlite"), "'MERGED'"); err != nil || docs < uint64(merged) || merged == 0 {
+		t.Fatalf("the index's copy has %d documents (%v), the ledger's copy %d sagas MERGED: want at least as many, and some", docs, err, merged)
 	}
 
 	// Run on to the end; what the deployment says then is the reference.
@@ -179,6 +192,17 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 		n := counts[pr]
 		if (w.Merged && n != 1) || (!w.Merged && n != 0) {
 			t.Errorf("%s: %d merge commits on main, want %d (merged: %v)", pr, n, map[bool]int{true: 1}[w.Merged], w.Merged)
+		}
+	}
+	for k := 0; k < repos; k++ {
+		inRepo := 0
+		for pr, w := range want {
+			if w.Merged && strings.HasPrefix(pr, repoOf(k)+"#") {
+				inRepo++
+			}
+		}
+		if got := searchRepo(ctx, t, st2.URL, repoOf(k)).Total; got != uint64(inRepo) || inRepo == 0 {
+			t.Errorf("after the restore the index has %d PRs of %s, want its %d merged", got, repoOf(k), inRepo)
 		}
 	}
 	hooks.mu.Lock()
@@ -296,11 +320,12 @@ func openCopy(t *testing.T, path string) *sql.DB {
 	return db
 }
 
-// finishedIn counts the finished sagas in a ledger database.
-func finishedIn(t *testing.T, path string) int {
+// finishedIn counts the sagas in one of states (SQL string literals) in
+// a ledger database.
+func finishedIn(t *testing.T, path, states string) int {
 	t.Helper()
 	var n int
-	if err := openCopy(t, path).QueryRow(`SELECT count(*) FROM pr_saga WHERE state IN ('MERGED', 'MERGE_FAILED')`).Scan(&n); err != nil {
+	if err := openCopy(t, path).QueryRow(`SELECT count(*) FROM pr_saga WHERE state IN (` + states + `)`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -330,4 +355,69 @@ func matchesAny(subject string, filters []string) bool {
 		}
 	}
 	return false
+}
+
+// Restore refuses while the services run, and refuses a backup older than
+// the stream keeps, changing nothing; backup and restore refuse a YDB
+// store, naming where its procedure is written down.
+func TestRestoreRefusals(t *testing.T) {
+	cfg := testConfig(t)
+	st := startStack(t, cfg)
+	dir := filepath.Join(t.TempDir(), "backup")
+	if code, out, errOut := runCLI(t, "backup", "--to", dir, "--data", cfg.DataDir, "--nats-url", st.NATS.Addr(), "--api", st.URL); code != exitOK {
+		t.Fatalf("backup: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "backup", "--to", dir, "--data", cfg.DataDir, "--nats-url", st.NATS.Addr()); code != exitFailed || !strings.Contains(errOut, "not empty") {
+		t.Fatalf("backup into a used directory: exit %d %q, want 1 saying it is not empty", code, errOut)
+	}
+	code, _, errOut := runCLI(t, "restore", "--from", dir, "--data", cfg.DataDir, "--nats-url", st.NATS.Addr())
+	if code != exitFailed || !strings.Contains(errOut, "must be stopped") || !strings.Contains(errOut, "ledger database") || !strings.Contains(errOut, "indexer holds") || !strings.Contains(errOut, "pulls waiting") {
+		t.Fatalf("restore while running: exit %d\n%s\nwant 1 naming the open databases, the index and the pulling consumers", code, errOut)
+	}
+	st.Stop()
+
+	// A backup taken longer ago than the stream keeps events.
+	m, err := backup.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.CreatedAt = m.CreatedAt.Add(-8 * 24 * time.Hour)
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir, backup.ManifestFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ledgerDB := filepath.Join(cfg.DataDir, "db", "ledger.sqlite")
+	before, err := os.Stat(ledgerDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLI(t, "restore", "--from", dir, "--data", cfg.DataDir)
+	if code != exitFailed || !strings.Contains(errOut, "backup too old") || !strings.Contains(errOut, "PRSAGA_STREAM_MAX_AGE") {
+		t.Fatalf("restore of an old backup: exit %d\n%s\nwant 1 saying it is older than the stream keeps", code, errOut)
+	}
+	if after, err := os.Stat(ledgerDB); err != nil || !os.SameFile(before, after) {
+		t.Fatalf("the refused restore replaced the ledger's database (%v)", err)
+	}
+
+	for verb, dirFlag := range map[string]string{"backup": "--to", "restore": "--from"} {
+		code, _, errOut := runCLI(t, verb, "--store", "ydb://localhost:2136/local", dirFlag, dir)
+		if code != exitUsage || !strings.Contains(errOut, "ydb tools dump") || !strings.Contains(errOut, "docs/operating.md") {
+			t.Fatalf("%s on YDB: exit %d %q, want 2 pointing to YDB's tools and docs/operating.md", verb, code, errOut)
+		}
+	}
+}
+
+// Every flag of backup and restore is in their --help.
+func TestBackupRestoreHelp(t *testing.T) {
+	for verb, flags := range map[string][]string{"backup": {"-to", "-timeout", "-json"}, "restore": {"-from", "-force", "-timeout", "-json"}} {
+		code, _, out := runCLI(t, verb, "--help") // help goes to stderr
+		if code != exitOK || !strings.Contains(out, "docs/operating.md") {
+			t.Fatalf("%s --help: exit %d\n%s", verb, code, out)
+		}
+		for _, f := range flags {
+			if !strings.Contains(out, "  "+f+" ") && !strings.Contains(out, "  "+f+"\n") {
+				t.Errorf("%s --help does not list %s:\n%s", verb, f, out)
+			}
+		}
+	}
 }

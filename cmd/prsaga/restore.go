@@ -81,7 +81,7 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 			return exitFailed
 		}
 		for _, r := range running {
-			fmt.Fprintf(stderr, "prsaga restore: warning: %s (restoring anyway: --force; files a running service has open are not replaced under it)\n", r)
+			fmt.Fprintf(stderr, "prsaga restore: warning: %s (restoring anyway: --force; a service still running keeps the files it has open, now moved aside: restart it)\n", r)
 		}
 	}
 	res, err := backup.Restore(ctx, backup.RestoreOptions{
