@@ -106,6 +106,9 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 	if res.Manifest.Index != nil {
 		fmt.Fprintln(stdout, "  search index")
 	}
+	if res.CarriedOver > 0 {
+		fmt.Fprintf(stdout, "  kept %d rows of the merger's journal written since the backup (the merges they record are in git)\n", res.CarriedOver)
+	}
 	names := make([]string, 0, len(res.Reset))
 	for n := range res.Reset {
 		names = append(names, n)

@@ -42,6 +42,9 @@ type Result struct {
 	Manifest Manifest
 	// Kept is where the replaced databases and index were moved.
 	Kept string `json:"kept"`
+	// CarriedOver counts the rows kept from the replaced databases (the
+	// merger's journal of the merges it made since the backup).
+	CarriedOver int64 `json:"carried_over"`
 	// Reset maps each durable consumer to the stream sequence it resumes
 	// from.
 	Reset map[string]uint64 `json:"reset"`
@@ -75,9 +78,23 @@ func Restore(ctx context.Context, o RestoreOptions) (Result, error) {
 	stamp := o.Now().UTC().Format("20060102T150405Z")
 	res.Kept = filepath.Join(o.DBDir, "pre-restore-"+stamp)
 	for _, d := range m.Databases {
-		if err := restoreDB(filepath.Join(o.From, d.File), filepath.Join(o.DBDir, d.File), res.Kept); err != nil {
+		dst := filepath.Join(o.DBDir, d.File)
+		if err := restoreDB(filepath.Join(o.From, d.File), dst, res.Kept); err != nil {
 			return res, fmt.Errorf("restore the %s database: %w", d.Service, err)
 		}
+		if len(carriedOver[d.Service]) == 0 {
+			continue
+		}
+		old := filepath.Join(res.Kept, d.File)
+		if _, err := os.Stat(old); errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(o.Warn, "warning: no %s database was replaced: its %v since the backup are lost (a PR squashed since may be squashed again)\n", d.Service, carriedOver[d.Service])
+			continue
+		}
+		n, err := carryOver(ctx, d.Service, dst, old)
+		if err != nil {
+			return res, fmt.Errorf("restore the %s database: %w", d.Service, err)
+		}
+		res.CarriedOver += n
 	}
 	if m.Index != nil {
 		if err := restoreIndex(filepath.Join(o.From, m.Index.Dir), o.IndexDir, o.IndexDir+".pre-restore-"+stamp); err != nil {
