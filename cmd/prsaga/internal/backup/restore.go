@@ -130,6 +130,9 @@ func checkAge(ctx context.Context, o RestoreOptions, m Manifest) error {
 		errs = append(errs, fmt.Errorf("%w: taken %s ago, inbox entries are kept %s (PRSAGA_RETENTION_INBOX)", ErrTooOld, age.Round(time.Second), o.RetentionInbox))
 	}
 	for _, c := range m.Consumers {
+		if c.ResumeFrom > info.State.LastSeq+1 {
+			errs = append(errs, fmt.Errorf("consumer %s resumes from sequence %d, past the stream's last %d: the backup is of another stream (or this one was recreated)", c.Name, c.ResumeFrom, info.State.LastSeq))
+		}
 		if info.State.Msgs > 0 && c.ResumeFrom < info.State.FirstSeq {
 			errs = append(errs, fmt.Errorf("%w: consumer %s resumes from sequence %d, the stream begins at %d: the events between are gone", ErrTooOld, c.Name, c.ResumeFrom, info.State.FirstSeq))
 		}
