@@ -77,7 +77,7 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 			for _, r := range running {
 				fmt.Fprintf(stderr, "  %s\n", r)
 			}
-			fmt.Fprintln(stderr, "stop them (a pull is forgotten within 30s of its service stopping), or --force")
+			fmt.Fprintln(stderr, "stop them (a stopped service's pulls expire within 5s), or --force")
 			return exitFailed
 		}
 		for _, r := range running {
