@@ -77,6 +77,7 @@ var routeCases = []routeCase{
 	{"GET /api/v1/repos/{owner}/{name}/watchers", "GET", "/api/v1/repos/acme/widgets/watchers", "", 401, 200, 200},
 	// indexer
 	{"GET /api/v1/search", "GET", "/api/v1/search?q=hello", "", 401, 200, 200},
+	{"GET /api/v1/index/snapshot", "GET", "/api/v1/index/snapshot", "", 401, 200, 200},
 	// the stack's own
 	{"GET /metrics", "GET", "/metrics", "", 401, 200, 200},
 	{"GET /healthz", "GET", "/healthz", "", 200, 200, 200},

@@ -18,6 +18,8 @@ var verbSummary = map[string]string{
 	"retry":    "retry a failed saga by replaying its failed step's trigger: prsaga retry <pr> [--dry-run] [--force] [--wait D] | prsaga retry --all [--step S] [--repo R] [--since 2h] [--reason RE] [--limit N] [--rate N] [--dry-run]",
 	"trace":    "one timeline of a run from every service's log lines and the ledger: prsaga trace <correlation-id | pr>",
 	"dlq":      "dead letters on NATS: prsaga dlq list [--consumer C] | show <seq> | redrive <seq>... | redrive --all",
+	"backup":   "online backup of a deployment on the SQLite store, under load: prsaga backup --to DIR (docs/operating.md, Backup and restore)",
+	"restore":  "put a backup back into a stopped deployment: prsaga restore --from DIR [--force] (docs/operating.md, Backup and restore)",
 	"watchdog": "one tick of the ledger's watchdog, for cron or a scheduled function: prsaga watchdog --once",
 }
 

@@ -50,6 +50,10 @@ usage: prsaga <command> [arguments] [flags]
   schema --store ydb  print the YQL of every service's tables [--database /local]
   merge-check         replay a repository's own merge commits through the merge engine and compare
                       with git merge-tree; writes nothing (--git-dir DIR [--sample N] [--seed S])
+  backup --to DIR     online backup of every service's SQLite database, the search index and the
+                      consumers' stream positions, under load [--json]
+  restore --from DIR  put a backup back into a stopped deployment; each consumer resumes from the
+                      backup's position [--force] [--json]
   bench               run a benchmark workload (--workload W1|W2 --prs N --concurrency C --repos R --mode inproc|procs)
 
 Every command takes --help (or: prsaga help <command>). Configuration: PRSAGA_* environment variables, each also a flag.
@@ -80,6 +84,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		"watchdog":    cmdWatchdog,
 		"schema":      cmdSchema,
 		"merge-check": cmdMergeCheck,
+		"backup":      cmdBackup,
+		"restore":     cmdRestore,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

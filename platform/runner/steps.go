@@ -113,7 +113,7 @@ func (r *Runner) exhausted(env contracts.Envelope) (step.Commit, error) {
 		Reason:    fmt.Sprintf("%s gave up after %d deliveries of %s", r.cfg.Service, max, env.Event.ID()),
 		Retryable: true,
 	}
-	out, err := contracts.Follow(env.Event, step.NewID(), contracts.TypeStepFailed, r.cfg.Service, r.cfg.Now(), f)
+	out, err := contracts.Follow(env.Event, step.FollowID(r.cfg.Service, env), contracts.TypeStepFailed, r.cfg.Service, r.cfg.Now(), f)
 	if err != nil {
 		return nil, err
 	}

@@ -128,7 +128,7 @@ func (x *Indexer) answer(ctx context.Context, env contracts.Envelope, it item, b
 			Reason: contracts.FitReason(fmt.Sprintf("the search index could not be written (%d attempts): %s", it.attempts, it.err)),
 		}
 	}
-	out, err := contracts.Follow(env.Event, step.NewID(), typ, contracts.ServiceIndexer, at, payload)
+	out, err := contracts.Follow(env.Event, step.FollowID(contracts.ServiceIndexer, env), typ, contracts.ServiceIndexer, at, payload)
 	if err != nil {
 		return nil, err
 	}

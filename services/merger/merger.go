@@ -82,7 +82,7 @@ func (m *Merger) OnValidated(ctx context.Context, env contracts.Envelope, log *s
 		if !refused {
 			return nil, fmt.Errorf("merge %s: %w", v.PRID, err)
 		}
-		out, ferr := contracts.Follow(env.Event, step.NewID(), contracts.TypeStepFailed, contracts.ServiceMerger, m.Now(), f)
+		out, ferr := contracts.Follow(env.Event, step.FollowID(contracts.ServiceMerger, env), contracts.TypeStepFailed, contracts.ServiceMerger, m.Now(), f)
 		if ferr != nil {
 			return nil, ferr
 		}
@@ -95,7 +95,7 @@ func (m *Merger) OnValidated(ctx context.Context, env contracts.Envelope, log *s
 	if len(paths) > contracts.MaxListItems {
 		paths = paths[:contracts.MaxListItems]
 	}
-	out, err := contracts.Follow(env.Event, step.NewID(), contracts.TypeMerged, contracts.ServiceMerger, m.Now(), contracts.Merged{
+	out, err := contracts.Follow(env.Event, step.FollowID(contracts.ServiceMerger, env), contracts.TypeMerged, contracts.ServiceMerger, m.Now(), contracts.Merged{
 		Request: v.Request, BaseSHA: res.BaseSHA, MergeSHA: res.MergeSHA,
 		AlreadyMerged: res.AlreadyMerged, ChangedPaths: paths,
 	})

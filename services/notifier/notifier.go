@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/binding/format"
-
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
@@ -95,9 +93,9 @@ func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *sl
 	if err != nil {
 		return nil, err
 	}
-	body, err := format.JSON.Marshal(env.Event)
+	body, err := webhookBody(env.Event)
 	if err != nil {
-		return nil, fmt.Errorf("encode merged event: %w", err)
+		return nil, err
 	}
 	outcomes := n.deliver(ctx, watchers, done, corr, body)
 	if err := ctx.Err(); err != nil {
@@ -135,7 +133,7 @@ func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *sl
 	if n.Now != nil {
 		now = n.Now
 	}
-	ev, err := contracts.Follow(env.Event, step.NewID(), typ, contracts.ServiceNotifier, now(), payload)
+	ev, err := contracts.Follow(env.Event, step.FollowID(contracts.ServiceNotifier, env), typ, contracts.ServiceNotifier, now(), payload)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func (v *Validator) OnMergeRequested(ctx context.Context, env contracts.Envelope
 			return nil, err
 		}
 	}
-	id, at := step.NewID(), v.Now()
+	id, at := step.FollowID(contracts.ServiceValidator, env), v.Now()
 	return func(tx store.Tx) error {
 		t, err := v.Store.Bind(tx)
 		if err != nil {

@@ -18,10 +18,11 @@ import (
 
 // Server is the assembled indexer. Safe for concurrent use.
 type Server struct {
-	db  store.DB
-	idx *bleveindex.Index
-	x   *indexer.Indexer
-	api *httpapi.API
+	db   store.DB
+	idx  *bleveindex.Index
+	x    *indexer.Indexer
+	api  *httpapi.API
+	snap *httpapi.Snapshot
 }
 
 // New opens (or creates) the index as its one writer (bleve allows one:
@@ -51,11 +52,16 @@ func New(opts Options) (*Server, error) {
 	}
 	x.Index = idx
 	api := &httpapi.API{Index: idx, ReadTokens: opts.ReadTokens, Log: opts.Log}
-	return &Server{db: opts.DB, idx: idx, x: x, api: api}, nil
+	snap := &httpapi.Snapshot{Index: idx, ReadTokens: opts.ReadTokens, Log: opts.Log}
+	return &Server{db: opts.DB, idx: idx, x: x, api: api, snap: snap}, nil
 }
 
-// Routes adds the search route, GET /api/v1/search (indexer/httpapi).
-func (s *Server) Routes(mux *http.ServeMux) { s.api.Routes(mux) }
+// Routes adds the search route, GET /api/v1/search, and the index's
+// snapshot for backups, GET /api/v1/index/snapshot (indexer/httpapi).
+func (s *Server) Routes(mux *http.ServeMux) {
+	s.api.Routes(mux)
+	s.snap.Routes(mux)
+}
 
 // Close closes the index. Stop the service (its consumer) first: an event
 // handled after Close is redelivered, not failed.

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/backup"
+	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/config"
+	"github.com/prsaga/prsaga/services/indexer/bleveindex"
+)
+
+// ydbBackupHint is the answer of backup and restore on a YDB store.
+const ydbBackupHint = "PRSAGA_STORE is YDB: back it up with YDB's own tools (ydb tools dump / restore, or export to S3) and record the consumers' positions as docs/operating.md \"Backup and restore\" (On YDB) describes"
+
+// cmdBackup takes an online backup of a deployment on the SQLite store
+// into a new directory (design §7): every service's database, the search
+// index and a manifest with the stream position each durable consumer had
+// applied. It runs beside the services, under load.
+func cmdBackup(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	const use = "usage: prsaga backup --to DIR [--timeout D] [--json]"
+	fs, load := newFlags("backup", getenv, stderr)
+	to := fs.String("to", "", "the backup directory: new, or empty (required)")
+	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long (exit 1; the partial directory is removed)")
+	asJSON := fs.Bool("json", false, "print the manifest as JSON")
+	pos, cfg, err := parseConfig(fs, load, args)
+	if err != nil {
+		return parseError(err, stderr)
+	}
+	if len(pos) != 0 || *to == "" || *timeout <= 0 {
+		fmt.Fprintln(stderr, use)
+		return exitUsage
+	}
+	if cfg.IsYDB() {
+		fmt.Fprintf(stderr, "prsaga backup: %s\n", ydbBackupHint)
+		return exitUsage
+	}
+	dbDir, err := cfg.SQLiteDir()
+	if err != nil {
+		return parseError(err, stderr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	natsURL := natsURLOf(fs, getenv, cfg)
+	b, err := bus.Connect(ctx, bus.Config{URL: natsURL, Name: "prsaga-backup", CredsFile: cfg.NATSCreds,
+		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey})
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga backup: %v\n", err)
+		refusedHint(stderr, err, "--nats-url / PRSAGA_NATS_URL (or --data to the directory `prsaga dev` runs in); the positions are read from NATS")
+		return exitFailed
+	}
+	defer b.Close()
+	indexer := indexerURL(fs, getenv, cfg)
+	m, err := backup.Take(ctx, backup.Options{
+		DBDir: dbDir, JS: b.JS, Out: *to,
+		CopyIndex: func(ctx context.Context, dst string) (string, bool, error) {
+			return copyIndex(ctx, filepath.Join(cfg.DataDir, "index"), dst, indexer, cfg.ClientToken())
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga backup: %v\n", err)
+		return exitFailed
+	}
+	if *asJSON {
+		printJSON(stdout, m)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "backed up to %s at %s (stream %s sequences %d..%d)\n", *to, m.CreatedAt.Format(time.RFC3339), m.Stream.Name, m.Stream.FirstSeq, m.Stream.LastSeq)
+	for _, d := range m.Databases {
+		fmt.Fprintf(stdout, "  database %-10s %9d bytes  schema %v\n", d.Service, d.Bytes, d.Schema)
+	}
+	if m.Index != nil {
+		fmt.Fprintf(stdout, "  search index (copied by the %s)\n", map[string]string{"indexer": "running indexer", "file": "backup: no indexer held it"}[m.Index.Via])
+	} else {
+		fmt.Fprintln(stdout, "  no search index")
+	}
+	for _, c := range m.Consumers {
+		fmt.Fprintf(stdout, "  consumer %-15s resumes from sequence %d\n", c.Name, c.ResumeFrom)
+	}
+	return exitOK
+}
+
+// indexerURL is where the indexer serves its routes: its own address when
+// it runs alone (PRSAGA_INDEXER_HTTP_ADDR), else the API's.
+func indexerURL(fs *flag.FlagSet, getenv func(string) string, cfg config.Config) string {
+	if a := cfg.ServiceHTTPAddr[contracts.ServiceIndexer]; a != "" {
+		return "http://" + a
+	}
+	return apiURLOf(fs, getenv, cfg)
+}
+
+// copyIndex copies the search index in dir to dst consistently: itself
+// when no indexer holds the index (bleve allows one opener, and an idle
+// index opens at once), else by asking the running indexer, which copies
+// it online (GET /api/v1/index/snapshot). ok is false when there is no
+// index yet.
+func copyIndex(ctx context.Context, dir, dst, indexer, token string) (via string, ok bool, err error) {
+	if _, err := os.Stat(filepath.Join(dir, "index_meta.json")); errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	x, err := bleveindex.Open(dir, 500*time.Millisecond)
+	if err == nil {
+		defer x.Close()
+		return "file", true, x.CopyTo(dst)
+	}
+	if !errors.Is(err, bleveindex.ErrLocked) {
+		return "", false, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, indexer+"/api/v1/index/snapshot", nil)
+	if err != nil {
+		return "", false, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", false, fmt.Errorf("an indexer holds %s; asking it for a copy: %w (set --api, or PRSAGA_INDEXER_HTTP_ADDR where it runs alone)", dir, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return "", false, fmt.Errorf("an indexer holds %s; asking %s for a copy: %s: %s", dir, indexer, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	if err := untar(resp.Body, dst); err != nil {
+		return "", false, fmt.Errorf("the indexer's copy: %w", err)
+	}
+	return "indexer", true, nil
+}
+
+// untar writes the tar stream r under dir (created), refusing any entry
+// that is not a plain file or directory inside it.
+func untar(r io.Reader, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := path.Clean(h.Name)
+		if name == "." || path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return fmt.Errorf("entry %q is outside the index", h.Name)
+		}
+		target := filepath.Join(dir, filepath.FromSlash(name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o700); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, tr); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("entry %q is not a file or a directory", h.Name)
+		}
+	}
+}
