@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/platform/ydb"
+	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
 // SQLiteMigrations are a service's own SQLite migrations (the platform's
@@ -61,7 +63,16 @@ func (s *Stack) openDB(ctx context.Context, name string) (store.DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		sdb, err := sqlite.Open(ctx, filepath.Join(dir, name+".sqlite"), sqlite.Options{Sync: s.cfg.Durability == "sync"}, SQLiteMigrations(name)...)
+		path := filepath.Join(dir, name+".sqlite")
+		if name == contracts.ServiceLedger {
+			// prsaga ledger verify --repair refuses while this is held.
+			release, err := ledgersqlite.HoldShared(path)
+			if err != nil {
+				return nil, fmt.Errorf("ledger database: %w (a repair is running)", err)
+			}
+			s.closers = append(s.closers, release)
+		}
+		sdb, err := sqlite.Open(ctx, path, sqlite.Options{Sync: s.cfg.Durability == "sync"}, SQLiteMigrations(name)...)
 		if err != nil {
 			return nil, err
 		}
