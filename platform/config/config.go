@@ -49,6 +49,9 @@ type Config struct {
 	// message); RetentionSent keeps outbox rows this long after they were
 	// sent; PruneInterval is the pause between pruning rounds (0: never).
 	RetentionInbox, RetentionSent, PruneInterval time.Duration
+	// RetentionEventBodies empties the ledger's event bodies of sagas
+	// merged this long ago (0: keep them forever).
+	RetentionEventBodies time.Duration
 }
 
 // Getenv is os.Getenv's shape, injectable for tests.
@@ -101,6 +104,7 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 	retInbox := str("retention-inbox", "PRSAGA_RETENTION_INBOX", "", "keep inbox entries this long (default PRSAGA_STREAM_MAX_AGE + 24h; never less than the stream's MaxAge)")
 	retSent := str("retention-sent", "PRSAGA_RETENTION_SENT", "1h", "keep outbox rows this long after they were sent")
 	pruneEvery := str("prune-interval", "PRSAGA_PRUNE_INTERVAL", "1m", "pause between pruning rounds of the inbox and the sent outbox rows (0: never prune)")
+	retBodies := str("retention-event-bodies", "PRSAGA_RETENTION_EVENT_BODIES", "0", "empty the ledger's event bodies of sagas merged this long ago (0: keep forever); rows and transitions stay")
 	perService := map[string]*string{}
 	for _, s := range []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceIndexer, contracts.ServiceLedger} {
 		perService[s] = str(s+"-http", "PRSAGA_"+strings.ToUpper(s)+"_HTTP_ADDR", "", "HTTP address of the "+s+" when run alone")
@@ -153,6 +157,7 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 			RetentionSent:   dur("PRSAGA_RETENTION_SENT", *retSent),
 			PruneInterval:   dur("PRSAGA_PRUNE_INTERVAL", *pruneEvery),
 		}
+		c.RetentionEventBodies = dur("PRSAGA_RETENTION_EVENT_BODIES", *retBodies)
 		c.RetentionInbox = c.StreamMaxAge + 24*time.Hour
 		if *retInbox != "" {
 			c.RetentionInbox = dur("PRSAGA_RETENTION_INBOX", *retInbox)
