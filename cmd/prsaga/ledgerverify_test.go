@@ -15,14 +15,14 @@ import (
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
-// prsaga ledger verify over 2,000 sagas the ledger's own code wrote
+// prsaga ledger verify over 2,000 sagas (fewer under -race) the ledger's own code wrote
 // (retries, a watchdog tick, a run taking over, duplicates, events out of
 // order): nothing to report, exit 0. Rows and transitions corrupted with
 // SQL on the file: verify names exactly those sagas and differences, exit
 // 1. A repair is refused while a ledger runs; with it stopped, it rewrites
 // them, audited, keeps saga_state_count right, and verify is clean again.
 func TestLedgerVerifyAndRepair(t *testing.T) {
-	const n = 2000
+	const n = verifySagas
 	cfg := testConfig(t)
 	start := time.Now()
 	seedLedger(t, cfg.DataDir, n)
