@@ -12,14 +12,17 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/config"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/ledger"
+	ledgerjs "github.com/prsaga/prsaga/services/ledger/jetstream"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
 // cmdLedger is the ledger's maintenance verbs: `prsaga ledger verify`.
 func cmdLedger(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	const use = "usage: prsaga ledger verify [--json] [--repair [--force] [--actor NAME]] [--scratch DIR]"
+	const use = "usage: prsaga ledger verify [--json] [--stream] [--repair [--force] [--actor NAME]] [--scratch DIR]"
 	if len(args) == 0 || args[0] != "verify" {
 		if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
 			fmt.Fprintln(stdout, use)
@@ -39,13 +42,14 @@ func cmdLedgerVerify(ctx context.Context, args []string, getenv func(string) str
 	repair := fs.Bool("repair", false, "rewrite every differing saga's row and transitions as the log re-derives them, one audited transaction per saga (saga_repair); refused while a ledger has the database open")
 	force := fs.Bool("force", false, "with --repair: repair even though a ledger seems to be running (its writes may be lost or undone)")
 	actor := fs.String("actor", defaultActor(), "with --repair: who repairs, recorded in the audit row")
+	stream := fs.Bool("stream", false, "also read the JetStream stream (--nats-url / PRSAGA_NATS_URL, or the `prsaga dev` of --data) for the bodies retention pruned, so that sagas whose events the stream still holds are verified too")
 	scratch := fs.String("scratch", "", "directory for the scratch database the log is replayed into (default a temporary directory, removed afterwards)")
 	pos, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return parseError(err, stderr)
 	}
 	if len(pos) != 0 || (*force && !*repair) {
-		fmt.Fprintln(stderr, "usage: prsaga ledger verify [--json] [--repair [--force] [--actor NAME]] [--scratch DIR]")
+		fmt.Fprintln(stderr, "usage: prsaga ledger verify [--json] [--stream] [--repair [--force] [--actor NAME]] [--scratch DIR]")
 		return exitUsage
 	}
 	fail := func(format string, a ...any) int {
@@ -102,6 +106,14 @@ func cmdLedgerVerify(ctx context.Context, args []string, getenv func(string) str
 
 	tables := ledgersqlite.NewTables(live)
 	r := &ledger.Rederiver{Scratch: ledgersqlite.NewStore(sdb)}
+	if *stream {
+		bodies, err := streamBodies(ctx, tables, natsURLOf(fs, getenv, cfg), cfg)
+		if err != nil {
+			refusedHint(stderr, err, "--nats-url / PRSAGA_NATS_URL (or --data to the directory `prsaga dev` runs in)")
+			return fail("%v", err)
+		}
+		r.Body = func(id string) ([]byte, bool) { b, ok := bodies[id]; return b, ok }
+	}
 	rep, err := ledger.Verify(ctx, tables, r)
 	if err != nil {
 		return fail("%v", err)
@@ -154,6 +166,21 @@ func describeDiff(d ledger.Diff) string {
 		return fmt.Sprintf("transition %d extra: no event makes %s", d.Seq, d.Live)
 	}
 	return fmt.Sprintf("transition %d %s: live %q, log %q", d.Seq, d.Column, d.Live, d.Log)
+}
+
+// streamBodies are the pruned event bodies the stream still holds.
+func streamBodies(ctx context.Context, tables *ledgersqlite.Tables, url string, cfg config.Config) (map[string][]byte, error) {
+	want, err := tables.PrunedEventIDs(ctx)
+	if err != nil || len(want) == 0 {
+		return nil, err
+	}
+	b, err := bus.Connect(ctx, bus.Config{URL: url, Name: "prsaga-ledger-verify", CredsFile: cfg.NATSCreds,
+		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	return ledgerjs.Bodies(ctx, b.JS, want)
 }
 
 // defaultActor names the operator in a repair's audit row: user@host.

@@ -149,3 +149,21 @@ func bodyOf(raw string) []byte {
 	}
 	return []byte(raw)
 }
+
+// PrunedEventIDs lists the events whose bodies retention emptied.
+func (s *Tables) PrunedEventIDs(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT event_id FROM saga_event WHERE event = ''`)
+	if err != nil {
+		return nil, fmt.Errorf("read pruned events: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("read pruned events: %w", err)
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
