@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -90,4 +91,37 @@ func TestLedgerVerifyAfterBodyRetention(t *testing.T) {
 	if rep := verify("--stream", "--nats-url", srv.Addr()); rep.Unverifiable != 0 || rep.Agree != n {
 		t.Fatalf("with the stream: %d unverifiable, %d agree, %+v; want all %d agreeing", rep.Unverifiable, rep.Agree, rep.Differ, n)
 	}
+
+	// A body damaged on disk: a difference verify names, which a repair
+	// leaves alone (the log cannot say what the row should be).
+	damaged := seedPR(1) // timed out: its bodies were kept
+	raw, err := sqlOpen(t, filepath.Join(cfg.DataDir, "db", "ledger.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`UPDATE saga_event SET event = '{"specversion":' WHERE event_id =
+		(SELECT event_id FROM saga_event WHERE pr_id = ? ORDER BY received_at LIMIT 1)`, damaged); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{nil, {"--repair"}} {
+		code, out, errOut := runCLI(t, append([]string{"ledger", "verify", "--data", cfg.DataDir, "--json"}, args...)...)
+		var rep ledger.VerifyReport
+		if code != exitFailed || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Differ) != 1 ||
+			rep.Differ[0].PRID != damaged || rep.Differ[0].Diffs[0].What != ledger.DiffUnreadable || rep.Repaired != 0 {
+			t.Fatalf("ledger verify %v with a damaged body: exit %d %s%s, want 1 naming %s's unreadable event, nothing repaired", args, code, out, errOut, damaged)
+		}
+	}
+	var state string
+	if err := raw.QueryRow(`SELECT state FROM pr_saga WHERE pr_id = ?`, damaged).Scan(&state); err != nil || state != string(contracts.StateMergeFailed) {
+		t.Fatalf("after the repair %s is %q (%v), want its row untouched", damaged, state, err)
+	}
+}
+
+// sqlOpen opens a SQLite file as an operator's tool would, closed with t.
+func sqlOpen(t *testing.T, path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err == nil {
+		t.Cleanup(func() { db.Close() })
+	}
+	return db, err
 }

@@ -127,7 +127,7 @@ func cmdLedgerVerify(ctx context.Context, args []string, getenv func(string) str
 		}
 	}
 	printVerify(stdout, rep, *asJSON)
-	if found > 0 && !*repair {
+	if found > 0 && !*repair || rep.NotRepaired > 0 {
 		return exitFailed
 	}
 	return exitOK
@@ -150,6 +150,9 @@ func printVerify(w io.Writer, rep ledger.VerifyReport, asJSON bool) {
 	if rep.Repaired > 0 {
 		fmt.Fprintf(w, "repaired %d sagas (audited in saga_repair)\n", rep.Repaired)
 	}
+	if rep.NotRepaired > 0 {
+		fmt.Fprintf(w, "left %d sagas alone: an event of theirs cannot be read\n", rep.NotRepaired)
+	}
 }
 
 func describeDiff(d ledger.Diff) string {
@@ -162,6 +165,8 @@ func describeDiff(d ledger.Diff) string {
 		return fmt.Sprintf("%s: live %q, log %q", d.Column, d.Live, d.Log)
 	case "missing transition":
 		return fmt.Sprintf("transition %d missing: the log has %s", d.Seq, d.Log)
+	case ledger.DiffUnreadable:
+		return fmt.Sprintf("event %s cannot be read (%s): the saga cannot be re-derived or repaired", d.Column, d.Log)
 	case "extra transition":
 		return fmt.Sprintf("transition %d extra: no event makes %s", d.Seq, d.Live)
 	}

@@ -46,13 +46,18 @@ type LogReader interface {
 // Diff is one difference between the live tables and the log's re-derivation.
 type Diff struct {
 	// What: "missing row", "extra row", "column", "missing transition",
-	// "extra transition", "transition".
+	// "extra transition", "transition", or DiffUnreadable (Column holds
+	// the event id, Log why it does not open).
 	What   string `json:"what"`
 	Column string `json:"column,omitempty"` // for column / transition: which one
 	Seq    int64  `json:"seq,omitempty"`    // for transitions
 	Live   string `json:"live,omitempty"`
 	Log    string `json:"log,omitempty"`
 }
+
+// DiffUnreadable: a recorded event of the PR no longer decodes or opens,
+// so the PR cannot be re-derived (nor repaired).
+const DiffUnreadable = "unreadable event"
 
 // SagaCheck is the verdict on one PR.
 type SagaCheck struct {
@@ -72,10 +77,6 @@ type SagaCheck struct {
 // discardLog takes the projection's log lines of a re-derivation: it
 // repeats history, which was logged when it happened.
 var discardLog = slog.New(slog.DiscardHandler)
-
-// ErrBodyPruned: an event's body was pruned by retention (only its id,
-// type and status remain), so the PR cannot be re-derived from the log.
-var ErrBodyPruned = errors.New("event body pruned")
 
 // Rederiver replays one PR's recorded events into a scratch store.
 type Rederiver struct {
@@ -109,10 +110,14 @@ func (r *Rederiver) CheckAll(ctx context.Context, recs []Recorded) ([]SagaCheck,
 			cs[i].Unverifiable = "not verifiable from the log (event bodies pruned)"
 			continue
 		}
-		var err error
-		if plans[i], err = r.actions(rec, evs); err != nil {
-			return nil, err
+		plan, bad := r.actions(rec, evs)
+		if bad != nil {
+			// The PR cannot be replayed as the ledger projected it: that
+			// is itself a difference between the log and the tables.
+			cs[i].Diffs = []Diff{*bad}
+			continue
 		}
+		plans[i] = plan
 	}
 	proj := &Projector{}
 	err := r.Scratch.Update(ctx, func(tx Tx) error {
@@ -128,7 +133,7 @@ func (r *Rederiver) CheckAll(ctx context.Context, recs []Recorded) ([]SagaCheck,
 	}
 	for i, rec := range recs {
 		c := &cs[i]
-		if c.Unverifiable != "" {
+		if c.Unverifiable != "" || len(c.Diffs) > 0 {
 			continue
 		}
 		if c.Want, err = r.Scratch.SagaRow(ctx, rec.PRID); err != nil && !errors.Is(err, ErrNotFound) {
@@ -196,26 +201,20 @@ type action struct {
 	env   contracts.Envelope
 }
 
-func (r *Rederiver) actions(rec Recorded, evs []Event) ([]action, error) {
+func (r *Rederiver) actions(rec Recorded, evs []Event) ([]action, *Diff) {
 	var out []action
 	for _, e := range evs {
 		ce, err := e.CloudEvent()
-		if err != nil {
-			return nil, err
+		if err == nil {
+			var env contracts.Envelope
+			if env, err = contracts.Open(ce); err == nil {
+				out = append(out, r.actionsOf(rec, e, ce.Time(), env)...)
+				continue
+			}
 		}
-		env, err := contracts.Open(ce)
-		if err != nil {
-			// The runner dead-letters what does not open; a recorded one was
-			// opened once. A rule tightened since: project it raw is impossible.
-			return nil, fmt.Errorf("recorded event %s no longer opens: %w", e.EventID, err)
-		}
-		if env.Meta.ReplayOf != "" {
-			// The retry that sent the replay moved the row at the replay's
-			// time, before the ledger recorded the replay itself.
-			out = append(out, action{at: ce.Time().UTC().Truncate(time.Microsecond), retry: true,
-				actor: retryActor(rec.Transitions, e.EventID), ev: e})
-		}
-		out = append(out, action{at: e.ReceivedAt, ev: e, env: env})
+		// The ledger opened it when it recorded it: the body was damaged
+		// since, or a rule of the contract tightened.
+		return nil, &Diff{What: DiffUnreadable, Column: e.EventID, Log: err.Error()}
 	}
 	// The retry before the events the ledger received after it; on the
 	// same microsecond, the retry first (its replay is always later).
@@ -232,6 +231,18 @@ func (r *Rederiver) actions(rec Recorded, evs []Event) ([]action, error) {
 		return 0
 	})
 	return out, nil
+}
+
+// actionsOf is what the ledger did with one recorded event: project it,
+// and first, for a replay, the retry that sent it (which moved the row at
+// the replay's time, before the ledger recorded the replay itself).
+func (r *Rederiver) actionsOf(rec Recorded, e Event, at time.Time, env contracts.Envelope) []action {
+	var out []action
+	if env.Meta.ReplayOf != "" {
+		out = append(out, action{at: at.UTC().Truncate(time.Microsecond), retry: true,
+			actor: retryActor(rec.Transitions, e.EventID), ev: e})
+	}
+	return append(out, action{at: e.ReceivedAt, ev: e, env: env})
 }
 
 // retryActor is who retried: no event names the operator, so it is read
@@ -350,8 +361,10 @@ type VerifyReport struct {
 	Unverifiable int `json:"unverifiable"`
 	// Differ lists every PR whose row or history differs from the log's.
 	Differ []SagaCheck `json:"differences"`
-	// Repaired counts the PRs a repair rewrote.
-	Repaired int `json:"repaired,omitempty"`
+	// Repaired counts the PRs a repair rewrote; NotRepaired those it left
+	// alone because the log could not re-derive them.
+	Repaired    int `json:"repaired,omitempty"`
+	NotRepaired int `json:"not_repaired,omitempty"`
 }
 
 // Verify re-derives every PR live holds and compares (see Rederiver).
@@ -393,14 +406,30 @@ func Verify(ctx context.Context, live LogReader, r *Rederiver) (VerifyReport, er
 const verifyBatch = 200
 
 // Repair rewrites every PR of rep that differs as the log re-derived it,
-// one audited transaction each (see Repairer), and re-checks nothing: run
-// Verify again to see the result.
+// one audited transaction each (see Repairer). A PR with an unreadable
+// event is left alone (counted in NotRepaired): the log cannot say what
+// its row should be. Run Verify again to see the result.
 func Repair(ctx context.Context, to Repairer, rep *VerifyReport, a RepairAudit) error {
 	for _, c := range rep.Differ {
+		if !c.Rebuildable() {
+			rep.NotRepaired++
+			continue
+		}
 		if err := to.Repair(ctx, c, a); err != nil {
 			return fmt.Errorf("repair %s: %w", c.PRID, err)
 		}
 		rep.Repaired++
 	}
 	return nil
+}
+
+// Rebuildable reports whether the log re-derived the PR: none of its
+// events was unreadable.
+func (c SagaCheck) Rebuildable() bool {
+	for _, d := range c.Diffs {
+		if d.What == DiffUnreadable {
+			return false
+		}
+	}
+	return true
 }
