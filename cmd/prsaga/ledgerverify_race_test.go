@@ -6,4 +6,4 @@ package main
 // race detector, which makes every projection about eight times slower:
 // a few hundred sagas keep the test within its budget in `make test`; the
 // 2,000-saga run is the test without -race.
-const verifySagas = 400
+const verifySagas = 250
