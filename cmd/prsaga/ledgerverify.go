@@ -42,7 +42,7 @@ func cmdLedgerVerify(ctx context.Context, args []string, getenv func(string) str
 	repair := fs.Bool("repair", false, "rewrite every differing saga's row and transitions as the log re-derives them, one audited transaction per saga (saga_repair); refused while a ledger has the database open")
 	force := fs.Bool("force", false, "with --repair: repair even though a ledger seems to be running (its writes may be lost or undone)")
 	actor := fs.String("actor", defaultActor(), "with --repair: who repairs, recorded in the audit row")
-	stream := fs.Bool("stream", false, "also read the JetStream stream (--nats-url / PRSAGA_NATS_URL, or the `prsaga dev` of --data) for the bodies retention pruned, so that sagas whose events the stream still holds are verified too")
+	stream := fs.Bool("stream", false, "also read the JetStream stream (--nats-url / PRSAGA_NATS_URL, or the prsaga dev of --data) for the bodies retention pruned, so that sagas whose events the stream still holds are verified too")
 	scratch := fs.String("scratch", "", "directory for the scratch database the log is replayed into (default a temporary directory, removed afterwards)")
 	pos, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
