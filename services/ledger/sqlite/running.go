@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -33,6 +34,9 @@ func HoldExclusive(path string) (release func() error, err error) {
 
 func hold(path string, how int) (func() error, error) {
 	name := path + ".running"
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -67,8 +68,11 @@ func (s *Stack) openDB(ctx context.Context, name string) (store.DB, error) {
 		if name == contracts.ServiceLedger {
 			// prsaga ledger verify --repair refuses while this is held.
 			release, err := ledgersqlite.HoldShared(path)
+			if errors.Is(err, ledgersqlite.ErrRunning) {
+				return nil, fmt.Errorf("ledger database: %w: prsaga ledger verify --repair is running", err)
+			}
 			if err != nil {
-				return nil, fmt.Errorf("ledger database: %w (a repair is running)", err)
+				return nil, fmt.Errorf("ledger database: %w", err)
 			}
 			s.closers = append(s.closers, release)
 		}
