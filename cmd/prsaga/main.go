@@ -47,6 +47,8 @@ usage: prsaga <command> [arguments] [flags]
                       [--index DIR | --out DIR] [--remove-old] [--allow-partial] [--json]
   watchdog --once     one tick of the ledger's watchdog against the configured store and bus, JSON summary
                       (for cron or a scheduled function; safe beside running ledgers)
+  ledger verify       re-derive every saga from the ledger's event log and report each difference with
+                      pr_saga/saga_transition (exit 1); --repair rewrites them, audited, with the ledger stopped
   schema --store ydb  print the YQL of every service's tables [--database /local]
   merge-check         replay a repository's own merge commits through the merge engine and compare
                       with git merge-tree; writes nothing (--git-dir DIR [--sample N] [--seed S])
@@ -82,6 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		"dlq":         cmdDLQ,
 		"reindex":     cmdReindex,
 		"watchdog":    cmdWatchdog,
+		"ledger":      cmdLedger,
 		"schema":      cmdSchema,
 		"merge-check": cmdMergeCheck,
 		"backup":      cmdBackup,

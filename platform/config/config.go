@@ -58,6 +58,9 @@ type Config struct {
 	// RetentionDLQ is the dead-letter stream's MaxAge (default 30 days:
 	// a dead letter waits for a human).
 	RetentionDLQ time.Duration
+	// RetentionEventBodies empties the ledger's event bodies of sagas
+	// merged this long ago (0: keep them forever).
+	RetentionEventBodies time.Duration
 }
 
 // DefaultRetentionDeliveries is the least PRSAGA_RETENTION_DELIVERIES
@@ -117,6 +120,7 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 	pruneEvery := str("prune-interval", "PRSAGA_PRUNE_INTERVAL", "1m", "pause between pruning rounds of the inbox, the sent outbox rows and the delivery rows (0: never prune)")
 	retDeliveries := str("retention-deliveries", "PRSAGA_RETENTION_DELIVERIES", "", "keep the delivery rows of fully delivered webhook runs this long (default the longest of 720h, the inbox's and the DLQ's retention; never less than either)")
 	retDLQ := str("retention-dlq", "PRSAGA_RETENTION_DLQ", "720h", "how long the dead-letter stream keeps dead letters")
+	retBodies := str("retention-event-bodies", "PRSAGA_RETENTION_EVENT_BODIES", "0", "empty the ledger's event bodies of sagas merged this long ago (0: keep forever); rows and transitions stay")
 	perService := map[string]*string{}
 	for _, s := range []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceIndexer, contracts.ServiceLedger} {
 		perService[s] = str(s+"-http", "PRSAGA_"+strings.ToUpper(s)+"_HTTP_ADDR", "", "HTTP address of the "+s+" when run alone")
@@ -169,6 +173,7 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 			RetentionSent:   dur("PRSAGA_RETENTION_SENT", *retSent),
 			PruneInterval:   dur("PRSAGA_PRUNE_INTERVAL", *pruneEvery),
 		}
+		c.RetentionEventBodies = dur("PRSAGA_RETENTION_EVENT_BODIES", *retBodies)
 		c.RetentionInbox = c.StreamMaxAge + 24*time.Hour
 		if *retInbox != "" {
 			c.RetentionInbox = dur("PRSAGA_RETENTION_INBOX", *retInbox)

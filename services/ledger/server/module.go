@@ -33,6 +33,10 @@ var Module = service.Module{
 			return nil, err
 		}
 		env.OnClose(func() error { stop(); return nil })
+		if stop := srv.StartBodyRetention(ledger.BodyRetention{Keep: cfg.RetentionEventBodies, Interval: cfg.PruneInterval,
+			Pruned: func(n int64) { env.Telemetry.Pruned(contracts.ServiceLedger, "saga_event_body", n) }}); stop != nil {
+			env.OnClose(func() error { stop(); return nil })
+		}
 		return srv, nil
 	},
 }

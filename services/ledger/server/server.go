@@ -162,3 +162,24 @@ func (s *Server) Spec() service.Spec {
 
 // Routes registers the API and the dashboard on mux.
 func (s *Server) Routes(mux *http.ServeMux) { s.api.Routes(mux) }
+
+// StartBodyRetention prunes the event bodies of merged sagas (see
+// ledger.BodyRetention) until the returned stop is called; nil when r
+// prunes nothing or the store cannot prune (YDB's adapter can; a store
+// without it keeps every body).
+func (s *Server) StartBodyRetention(r ledger.BodyRetention) (stop func()) {
+	p, ok := s.store.Tables.(ledger.BodyPruner)
+	if !ok || r.Keep <= 0 || r.Interval <= 0 {
+		return nil
+	}
+	if r.Log == nil {
+		r.Log = s.log.With("component", "retention")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx, p)
+	}()
+	return func() { cancel(); <-done }
+}

@@ -149,7 +149,7 @@ func scanEvents(rows *sql.Rows) ([]ledger.Event, error) {
 		if err := rows.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &raw); err != nil {
 			return nil, err
 		}
-		e.ReceivedAt, e.Event = fromMicros(at), []byte(raw)
+		e.ReceivedAt, e.Event = fromMicros(at), bodyOf(raw)
 		out = append(out, e)
 	}
 	return out, rows.Err()

@@ -213,6 +213,6 @@ func latestEvent(ctx context.Context, q queryer, correlationID, eventType string
 	if err != nil {
 		return ledger.Event{}, false, fmt.Errorf("read latest %s of run %s: %w", eventType, correlationID, err)
 	}
-	e.ReceivedAt, e.Event = fromMicros(at), []byte(raw)
+	e.ReceivedAt, e.Event = fromMicros(at), bodyOf(raw)
 	return e, true, nil
 }

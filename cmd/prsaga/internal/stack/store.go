@@ -2,13 +2,16 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
 
+	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/platform/ydb"
+	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
 
 // SQLiteMigrations are a service's own SQLite migrations (the platform's
@@ -61,7 +64,19 @@ func (s *Stack) openDB(ctx context.Context, name string) (store.DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		sdb, err := sqlite.Open(ctx, filepath.Join(dir, name+".sqlite"), sqlite.Options{Sync: s.cfg.Durability == "sync"}, SQLiteMigrations(name)...)
+		path := filepath.Join(dir, name+".sqlite")
+		if name == contracts.ServiceLedger {
+			// prsaga ledger verify --repair refuses while this is held.
+			release, err := ledgersqlite.HoldShared(path)
+			if errors.Is(err, ledgersqlite.ErrRunning) {
+				return nil, fmt.Errorf("ledger database: %w: prsaga ledger verify --repair is running", err)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("ledger database: %w", err)
+			}
+			s.closers = append(s.closers, release)
+		}
+		sdb, err := sqlite.Open(ctx, path, sqlite.Options{Sync: s.cfg.Durability == "sync"}, SQLiteMigrations(name)...)
 		if err != nil {
 			return nil, err
 		}
