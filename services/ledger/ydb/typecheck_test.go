@@ -2,6 +2,7 @@ package ydb
 
 import (
 	"testing"
+	"time"
 
 	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
