@@ -83,6 +83,9 @@ func PruneRound(ctx context.Context, name string, p Pruner, r Retention, tel any
 			}
 		}
 	}
+	if err := vacuum(ctx, p); err != nil {
+		return err
+	}
 	if s, ok := p.(Sizer); ok && pt != nil {
 		sizes, err := s.Sizes(ctx)
 		if err != nil {

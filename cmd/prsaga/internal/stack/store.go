@@ -61,7 +61,7 @@ func (s *Stack) openDB(ctx context.Context, name string) (store.DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		sdb, err := sqlite.Open(ctx, filepath.Join(dir, name+".sqlite"), sqlite.Options{Sync: s.cfg.Durability == "sync"}, SQLiteMigrations(name)...)
+		sdb, err := sqlite.Open(ctx, filepath.Join(dir, name+".sqlite"), sqlite.Options{Sync: s.cfg.Durability == "sync", Log: s.Log.With("service", name)}, SQLiteMigrations(name)...)
 		if err != nil {
 			return nil, err
 		}
