@@ -58,8 +58,9 @@ func prune(ctx context.Context, name string, p Pruner, r Retention, tel Telemetr
 	}
 }
 
-// PruneRound deletes what retention no longer needs, batch by batch, and
-// reports it to tel when tel is a PruneTelemetry.
+// PruneRound deletes what retention no longer needs, batch by batch,
+// gives the freed pages back when p is a Vacuumer, and reports it to tel
+// when tel is a PruneTelemetry.
 func PruneRound(ctx context.Context, name string, p Pruner, r Retention, tel any) error {
 	if r.Batch <= 0 {
 		r.Batch = 500

@@ -69,6 +69,11 @@ func TestNewFileIsIncrementalAutoVacuum(t *testing.T) {
 	if got := pragma(t, db, "auto_vacuum"); got != 2 {
 		t.Errorf("auto_vacuum of a new file: got %d, want 2 (INCREMENTAL)", got)
 	}
+	// The WAL is cut back after a checkpoint instead of keeping its
+	// high-water mark.
+	if got := pragma(t, db, "journal_size_limit"); got != 16<<20 {
+		t.Errorf("journal_size_limit: got %d, want %d", got, 16<<20)
+	}
 }
 
 // A file filled and then pruned gives its pages back in Vacuum, and
