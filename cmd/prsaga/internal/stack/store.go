@@ -61,7 +61,11 @@ func (s *Stack) openDB(ctx context.Context, name string) (store.DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		sdb, err := sqlite.Open(ctx, filepath.Join(dir, name+".sqlite"), sqlite.Options{Sync: s.cfg.Durability == "sync", Log: s.Log.With("service", name)}, SQLiteMigrations(name)...)
+		opts := sqlite.Options{Sync: s.cfg.Durability == "sync"}
+		if s.Log != nil {
+			opts.Log = s.Log.With("service", name)
+		}
+		sdb, err := sqlite.Open(ctx, filepath.Join(dir, name+".sqlite"), opts, SQLiteMigrations(name)...)
 		if err != nil {
 			return nil, err
 		}
