@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/bench"
@@ -41,18 +43,35 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap (allocation) profile after the timed part to this file")
+	fs.BoolVar(&o.Soak, "soak", false, "soak: short retention (stream max age 1m, inbox 1m15s, sent 15s, pruning every 5s, unless set), 50,000 sagas unless --prs, a 3h --timeout unless set; samples every store's size and judges whether it plateaus")
+	fs.DurationVar(&o.SampleEvery, "sample-every", bench.SoakSampleEvery, "with --soak: pause between samples of the stores' sizes")
 	_, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return parseError(err, stderr)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if o.Soak {
+		cfg = bench.SoakConfig(cfg, func(env string) bool {
+			return getenv(env) != "" || given[strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "PRSAGA_")), "_", "-")]
+		})
+		if cfg.RetentionInbox < cfg.StreamMaxAge {
+			fmt.Fprintf(stderr, "prsaga bench: --soak: inbox retention %s is shorter than the stream's max age %s\n", cfg.RetentionInbox, cfg.StreamMaxAge)
+			return exitUsage
+		}
+		if !given["prs"] {
+			o.N = 50000
+		}
+		if !given["timeout"] {
+			o.Timeout = 3 * time.Hour
+		}
 	}
 	o.Config = cfg
 	if !*quiet {
 		o.Progress = stderr
 	}
 	// --data names the run's directory (kept); otherwise a temp dir.
-	dataSet := false
-	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
-	if dataSet {
+	if given["data"] {
 		o.Dir = cfg.DataDir
 		if entries, err := os.ReadDir(o.Dir); err == nil && len(entries) > 0 {
 			fmt.Fprintf(stderr, "prsaga bench: --data %s is not empty\n", o.Dir)
@@ -82,6 +101,12 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 			return exitTimeout
 		}
 		return exitFailed
+	}
+	if res.Soak != nil && given["data"] {
+		// Every sample, for plotting: the printed table shows about 25.
+		if b, err := json.MarshalIndent(res, "", "  "); err == nil {
+			_ = os.WriteFile(filepath.Join(o.Dir, "soak.json"), b, 0o644)
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -130,6 +155,9 @@ func printBench(w io.Writer, r bench.Result) {
 				fmt.Fprintf(w, "      plan: %s\n", q.Plan)
 			}
 		}
+	}
+	if r.Soak != nil {
+		r.Soak.Format(w)
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "problem: %s\n", p)

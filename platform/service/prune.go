@@ -71,9 +71,9 @@ func prune(ctx context.Context, name string, p Pruner, r Retention, tel Telemetr
 	}
 }
 
-// PruneRound deletes what retention no longer needs, batch by batch, and
-// reports it to tel when tel is a PruneTelemetry. A nil p prunes only
-// r.Tables.
+// PruneRound deletes what retention no longer needs, batch by batch,
+// gives the freed pages back when p is a Vacuumer, and reports it to tel
+// when tel is a PruneTelemetry. A nil p prunes only r.Tables.
 func PruneRound(ctx context.Context, name string, p Pruner, r Retention, tel any) error {
 	if r.Batch <= 0 {
 		r.Batch = 500
@@ -96,6 +96,9 @@ func PruneRound(ctx context.Context, name string, p Pruner, r Retention, tel any
 				break
 			}
 		}
+	}
+	if err := vacuum(ctx, p); err != nil {
+		return err
 	}
 	if s, ok := p.(Sizer); ok && pt != nil {
 		sizes, err := s.Sizes(ctx)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -49,6 +50,9 @@ type Options struct {
 	Sync bool
 	// Now is the clock; defaults to time.Now.
 	Now func() time.Time
+	// Log receives the one-time conversion to incremental auto-vacuum
+	// (vacuum.go); nil: discarded.
+	Log *slog.Logger
 }
 
 // DB is one service's database. Writes are serialised through one
@@ -58,6 +62,7 @@ type DB struct {
 	path      string
 	w, r      *sql.DB
 	now       func() time.Time
+	log       *slog.Logger
 	committed chan struct{}
 	group     group      // the writers' group commit
 	fresh     fresh      // rows committed since the relay last took them
@@ -87,6 +92,11 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 	// a pwrite per page (~30% of a batched ledger commit). Only rollback
 	// within a transaction uses it; crash recovery is the WAL's.
 	q.Add("_pragma", "temp_store(MEMORY)")
+	// A checkpoint that empties the WAL leaves the file at its high-water
+	// mark (a long read or a big transaction can make it large); the next
+	// write cuts it back to this (normal traffic stays near 4 MiB, the
+	// 1000-page autocheckpoint).
+	q.Add("_pragma", "journal_size_limit(16777216)")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
 	w, err := sql.Open("sqlite", dsn)
@@ -109,11 +119,18 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 	// burst of four readers would close two connections and open (and
 	// configure, and prepare statements on) new ones afterwards.
 	r.SetMaxIdleConns(4)
-	db := &DB{path: path, w: w, r: r, now: opts.Now, committed: make(chan struct{}, 1),
+	db := &DB{path: path, w: w, r: r, now: opts.Now, log: opts.Log, committed: make(chan struct{}, 1),
 		stmts:  stmtCache{stmts: map[string]*sql.Stmt{}, bad: map[string]bool{}},
 		rstmts: stmtCache{stmts: map[string]*sql.Stmt{}, bad: map[string]bool{}}}
 	if db.now == nil {
 		db.now = time.Now
+	}
+	if db.log == nil {
+		db.log = slog.New(slog.DiscardHandler)
+	}
+	if err := db.ensureIncremental(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	sub, _ := fs.Sub(platformMigrations, "migrations")
 	all := append([]Migrations{{Component: "platform", FS: sub}}, migs...)

@@ -33,10 +33,9 @@ func (db *DB) PruneSent(ctx context.Context, olderThan time.Duration, limit int)
 	return res.RowsAffected()
 }
 
-// Sizes reports the rows of the inbox and the outbox and the bytes of the
-// database file with its WAL: what retention bounds. Freed pages are
-// reused by later writes, so the file stops growing once retention is
-// reached (it does not shrink).
+// Sizes reports the rows of the inbox and the outbox, the bytes of the
+// database file with its WAL (what retention bounds), of the WAL alone,
+// and of its free pages (what Vacuum gives back, down to a tenth of the file).
 func (db *DB) Sizes(ctx context.Context) (map[string]int64, error) {
 	out := map[string]int64{}
 	for _, t := range []string{"inbox", "outbox"} {
@@ -53,5 +52,11 @@ func (db *DB) Sizes(ctx context.Context) (map[string]int64, error) {
 		}
 	}
 	out["file_bytes"] = bytes
+	out["wal_bytes"] = fileSize(db.path + "-wal")
+	var free, pageSize int64
+	if err := db.r.QueryRowContext(ctx, `SELECT * FROM pragma_freelist_count, pragma_page_size`).Scan(&free, &pageSize); err != nil {
+		return nil, fmt.Errorf("free pages: %w", err)
+	}
+	out["free_bytes"] = free * pageSize
 	return out, nil
 }

@@ -136,7 +136,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Rows retention pruned from a service's store, by table (inbox, outbox, a service's own such as delivery)."},
 			[]string{"service", "table"}),
 		storeSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricStoreSize,
-			Help: "A service's store after its last pruning round: inbox_rows, outbox_rows, file_bytes (SQLite file and WAL)."},
+			Help: "A service's store after its last pruning round: inbox_rows, outbox_rows, file_bytes (SQLite file and WAL), wal_bytes, free_bytes (free pages inside the file)."},
 			[]string{"service", "what"}),
 	}
 	m.gauges = &gauges{m: m}

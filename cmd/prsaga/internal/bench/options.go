@@ -50,6 +50,12 @@ type Options struct {
 	CPUProfile, MemProfile string
 	// QuerySamples is how often each preload query is timed; default 200.
 	QuerySamples int
+	// Soak samples the size of every store every SampleEvery (default
+	// SoakSampleEvery) through the run and judges whether what retention
+	// bounds plateaued (soak.go); Config should carry short retention
+	// (SoakConfig).
+	Soak        bool
+	SampleEvery time.Duration
 }
 
 // Validate reports every problem of the options at once.
@@ -81,6 +87,9 @@ func (o Options) Validate() error {
 	}
 	if o.Dir == "" {
 		errs = append(errs, errors.New("bench: Dir is required"))
+	}
+	if o.Soak && o.Config.PruneInterval <= 0 {
+		errs = append(errs, errors.New("--soak needs pruning: PRSAGA_PRUNE_INTERVAL must be positive"))
 	}
 	if o.Mode == ModeProcs && o.Exe == "" {
 		errs = append(errs, errors.New("bench: Exe is required in procs mode"))

@@ -34,6 +34,7 @@ type Result struct {
 	Processes  []ProcessUsage `json:"processes"`
 	Steps      []Quantiles    `json:"steps"`
 	Queries    []QueryStat    `json:"queries,omitempty"`
+	Soak       *SoakReport    `json:"soak,omitempty"`
 	// Problems found by the world check, and why sagas failed (capped).
 	Problems []string `json:"problems,omitempty"`
 	TimedOut bool     `json:"timed_out"`

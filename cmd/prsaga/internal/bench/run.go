@@ -34,6 +34,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.QuerySamples <= 0 {
 		o.QuerySamples = 200
 	}
+	if o.SampleEvery <= 0 {
+		o.SampleEvery = SoakSampleEvery
+	}
 	if err := o.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -62,6 +65,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	prs, err := prepare(ctx, reposDir, o.Workload, o.N, o.Repos)
 	if err != nil {
 		return res, err
+	}
+	var reposBefore int64
+	if o.Soak {
+		reposBefore = dirBytes(reposDir)
 	}
 	if o.Preload > 0 {
 		t0 := time.Now()
@@ -118,10 +125,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		stopWatch()
 		return res, err
 	}
+	var smp *sampler
+	if o.Soak {
+		smp = startSampler(ctx, o.Dir, metricsURLs(sys), o.SampleEvery, func() int64 { return d.merged.Load() + d.failed.Load() })
+	}
 	before := sys.Usage()
 	bar := startProgress(o.Progress, fmt.Sprintf("%s %s", o.Workload, o.Mode), o.N, d)
 	runErr := d.run(ctx, o.Concurrency)
 	bar.Stop()
+	var samples []SoakSample
+	if smp != nil {
+		samples = smp.stop()
+	}
 	after := sys.Usage()
 	stopProfile()
 	stopWatch()
@@ -164,6 +179,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res.Problems = append(res.Problems, fmt.Sprintf("webhooks: %d distinct deliveries received, want %d", n, want))
 	}
 	stop()
+	if o.Soak {
+		rep, err := soakReport(checkCtx, o, cfg, samples, reposDir, reposBefore)
+		if err != nil {
+			return res, err
+		}
+		res.Soak = rep
+		if rep.Judged && !rep.Plateau {
+			res.Problems = append(res.Problems, "soak: "+rep.Verdict())
+		}
+	}
 	gitProblems, err := checkGit(reposDir, o.Workload, prs, o.Repos, out)
 	if err != nil {
 		return res, fmt.Errorf("check repositories: %w", err)

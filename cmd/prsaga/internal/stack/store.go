@@ -76,7 +76,11 @@ func (s *Stack) openDB(ctx context.Context, name string) (store.DB, error) {
 			}
 			s.closers = append(s.closers, release)
 		}
-		sdb, err := sqlite.Open(ctx, path, sqlite.Options{Sync: s.cfg.Durability == "sync"}, SQLiteMigrations(name)...)
+		opts := sqlite.Options{Sync: s.cfg.Durability == "sync"}
+		if s.Log != nil {
+			opts.Log = s.Log.With("service", name)
+		}
+		sdb, err := sqlite.Open(ctx, path, opts, SQLiteMigrations(name)...)
 		if err != nil {
 			return nil, err
 		}

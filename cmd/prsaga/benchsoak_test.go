@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/bench"
+)
+
+// A tiny soak: the soak's retention applies where not given, every store
+// is sampled through the run, the platform tables are pruned during it,
+// and the tables' bytes are read at the end. (The machinery, not a
+// timing: the plateau itself needs a long run; see docs/performance.md.)
+func TestBenchSoak(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"bench", "--soak", "--workload", "W1", "--prs", "60", "--concurrency", "8", "--repos", "3",
+		"--stream-max-age", "30s", "--retention-sent", "1s", "--prune-interval", "300ms", "--sample-every", "200ms",
+		"--timeout", "4m", "--json", "--quiet"}, func(string) string { return "" }, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var r bench.Result
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("--json output is not a result object: %v\n%s", err, stdout.String())
+	}
+	if r.OK != 60 || r.Soak == nil {
+		t.Fatalf("ok=%d soak report %v; want 60 and a report", r.OK, r.Soak != nil)
+	}
+	s := r.Soak
+	// Given settings kept, the others the soak's: inbox = max age + margin.
+	if s.StreamMaxAge != "30s" || s.RetentionInbox != "45s" || s.RetentionSent != "1s" || s.PruneInterval != "300ms" {
+		t.Errorf("settings: max age %s, inbox %s, sent %s, interval %s; want 30s, 45s, 1s, 300ms",
+			s.StreamMaxAge, s.RetentionInbox, s.RetentionSent, s.PruneInterval)
+	}
+	if len(s.Samples) < 3 {
+		t.Fatalf("%d samples, want several", len(s.Samples))
+	}
+	first, last := s.Samples[0], s.Samples[len(s.Samples)-1]
+	if last.Sagas != 60 || last.AtSeconds <= first.AtSeconds {
+		t.Errorf("last sample at %.1fs with %d sagas, first at %.1fs; want 60 at the end", last.AtSeconds, last.Sagas, first.AtSeconds)
+	}
+	services := []string{"ledger", "validator", "merger", "notifier", "indexer"}
+	for _, svc := range services {
+		if last.Bytes[svc+".sqlite"] <= 0 {
+			t.Errorf("no size of %s.sqlite in the last sample: %v", svc, last.Bytes)
+		}
+	}
+	for _, store := range []string{"index", "nats"} {
+		if last.Bytes[store] <= 0 {
+			t.Errorf("no size of %s in the last sample: %v", store, last.Bytes)
+		}
+	}
+	// Retention ran: sent outbox rows (kept 1s) were pruned during the run.
+	var pruned int64
+	for k, v := range last.Rows {
+		if strings.HasSuffix(k, " pruned_outbox") {
+			pruned += v
+		}
+	}
+	if pruned == 0 {
+		t.Errorf("no outbox rows pruned during the run; rows sampled: %v", last.Rows)
+	}
+	tables := map[string]bool{}
+	for _, tb := range s.Tables {
+		tables[tb.DB+"."+tb.Table] = true
+	}
+	for _, svc := range services {
+		if !tables[svc+".inbox"] || !tables[svc+".(free pages)"] {
+			t.Errorf("no inbox or free pages of %s among the tables at the end", svc)
+		}
+	}
+	kinds := map[string]string{}
+	for _, se := range s.Series {
+		kinds[se.Name] = se.Kind
+	}
+	if kinds["ledger"] != "history" || kinds["indexer"] != "bounded" || kinds["ledger inbox_rows"] != "bounded" {
+		t.Errorf("series kinds %v: want ledger history, indexer and the inbox rows bounded", kinds)
+	}
+}
