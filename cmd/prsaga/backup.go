@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +80,7 @@ func cmdBackup(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	fmt.Fprintf(stdout, "backed up to %s at %s (stream %s sequences %d..%d)\n", *to, m.CreatedAt.Format(time.RFC3339), m.Stream.Name, m.Stream.FirstSeq, m.Stream.LastSeq)
 	for _, d := range m.Databases {
-		fmt.Fprintf(stdout, "  database %-10s %9d bytes  schema %v\n", d.Service, d.Bytes, d.Schema)
+		fmt.Fprintf(stdout, "  database %-10s %9d bytes  schema %s\n", d.Service, d.Bytes, schemaLine(d.Schema))
 	}
 	if m.Index != nil {
 		fmt.Fprintf(stdout, "  search index (copied by the %s)\n", map[string]string{"indexer": "running indexer", "file": "backup: no indexer held it"}[m.Index.Via])
@@ -183,4 +185,14 @@ func untar(r io.Reader, dir string) error {
 			return fmt.Errorf("entry %q is not a file or a directory", h.Name)
 		}
 	}
+}
+
+// schemaLine prints a database's last migration per component, in a
+// stable order: "ledger 0005_saga_repair.sql, platform 0003_….sql".
+func schemaLine(schema map[string]string) string {
+	parts := make([]string, 0, len(schema))
+	for _, c := range slices.Sorted(maps.Keys(schema)) {
+		parts = append(parts, c+" "+schema[c])
+	}
+	return strings.Join(parts, ", ")
 }
