@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
-	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/gittest"
-	"github.com/prsaga/prsaga/platform/runner"
 )
 
 // A webhook receiver was down: several sagas failed at NOTIFYING, and one
@@ -30,34 +24,8 @@ func TestDashboardBulkRetryInBrowser(t *testing.T) {
 	const prs = 5
 	ctx := browser(t, 3*time.Minute)
 
-	cfg := testConfig(t)
-	cfg.MaxDeliver = 2
-	now := time.Now()
-	commits := []gittest.Commit{{Name: "initial", Branch: "main", Message: "initial\n", At: now}}
-	for i := 1; i <= prs+1; i++ {
-		commits = append(commits, gittest.Commit{Name: fmt.Sprint(i), Branch: fmt.Sprintf("pr/%d", i), Parents: []string{"initial"},
-			Message: fmt.Sprintf("change %d\n", i), At: now, Files: map[string]string{fmt.Sprintf("f%d.txt", i): "x\n"}})
-	}
-	repo := gittest.NewBare(t, cfg.ReposDir, "acme/widgets", commits...)
-
-	// Every attempt-1 delivery of the notifier (a stack of its own) fails
-	// until the runner gives up; the replays go through (as in
-	// TestBulkRetryOfNotifyingFailures).
-	var calls sync.Map
-	fault := func(point string, env contracts.Envelope) error {
-		if point != runner.FaultAfterEffect || env.Event.Type() != contracts.TypeMerged || env.Meta.Attempt != 1 {
-			return nil
-		}
-		n, _ := calls.LoadOrStore(env.Event.ID(), new(atomic.Int32))
-		if n.(*atomic.Int32).Add(1) < int32(cfg.MaxDeliver) {
-			return errors.New("injected: the webhook receiver is down")
-		}
-		return nil
-	}
-	st := startWith(t, stack.Options{Config: cfg, Services: []string{"validator", "merger", "indexer", "ledger"}})
-	ncfg := cfg
-	ncfg.NATSURL = st.NATS.Addr()
-	startWith(t, stack.Options{Config: ncfg, Services: []string{"notifier"}, NoHTTP: true, Fault: fault})
+	// prs+1 branches: the last one fails at VALIDATING (red CI).
+	st, repo := startNotifierDown(t, prs+1)
 	c := client.New(st.URL, "")
 	var failing []string
 	for i := 1; i <= prs; i++ {

@@ -26,36 +26,7 @@ import (
 // MERGED.
 func TestBulkRetryOfNotifyingFailures(t *testing.T) {
 	const prs, rate = 200, 100
-	cfg := testConfig(t)
-	cfg.MaxDeliver = 2
-	now := time.Now()
-	commits := []gittest.Commit{{Name: "initial", Branch: "main", Message: "initial\n", At: now}}
-	for i := 1; i <= prs; i++ {
-		commits = append(commits, gittest.Commit{Name: fmt.Sprint(i), Branch: fmt.Sprintf("pr/%d", i), Parents: []string{"initial"},
-			Message: fmt.Sprintf("change %d\n", i), At: now, Files: map[string]string{fmt.Sprintf("f%d.txt", i): "x\n"}})
-	}
-	repo := gittest.NewBare(t, cfg.ReposDir, "acme/widgets", commits...)
-
-	// The notifier runs in a stack of its own whose every attempt-1
-	// delivery fails, so each saga gives up at NOTIFYING; the replays
-	// (attempt 2) go through.
-	// (The fault point is also passed on the last delivery, where the
-	// runner gives up: failing there too would retry forever.)
-	var calls sync.Map
-	fault := func(point string, env contracts.Envelope) error {
-		if point != runner.FaultAfterEffect || env.Event.Type() != contracts.TypeMerged || env.Meta.Attempt != 1 {
-			return nil
-		}
-		n, _ := calls.LoadOrStore(env.Event.ID(), new(atomic.Int32))
-		if n.(*atomic.Int32).Add(1) < int32(cfg.MaxDeliver) {
-			return errors.New("injected: the webhook receiver is down")
-		}
-		return nil
-	}
-	main := startWith(t, stack.Options{Config: cfg, Services: []string{"validator", "merger", "indexer", "ledger"}})
-	ncfg := cfg
-	ncfg.NATSURL = main.NATS.Addr()
-	startWith(t, stack.Options{Config: ncfg, Services: []string{"notifier"}, NoHTTP: true, Fault: fault})
+	main, repo := startNotifierDown(t, prs)
 	c := client.New(main.URL, "")
 	for i := 1; i <= prs; i++ {
 		head := repo.SHA[fmt.Sprint(i)]
@@ -170,4 +141,40 @@ func allSagas(t *testing.T, c *client.Client) []client.Saga {
 		}
 		cursor = page.NextCursor
 	}
+}
+
+// startNotifierDown starts a stack with a bare repository acme/widgets
+// holding branches pr/1…pr/<branches> (one file each, on top of main) and
+// a notifier in a stack of its own whose every attempt-1 delivery fails,
+// so each saga that reaches it gives up at NOTIFYING; the replays
+// (attempt 2) go through. (The fault point is also passed on the last
+// delivery, where the runner gives up: failing there too would retry
+// forever.)
+func startNotifierDown(t *testing.T, branches int) (*stack.Stack, *gittest.Repo) {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.MaxDeliver = 2
+	now := time.Now()
+	commits := []gittest.Commit{{Name: "initial", Branch: "main", Message: "initial\n", At: now}}
+	for i := 1; i <= branches; i++ {
+		commits = append(commits, gittest.Commit{Name: fmt.Sprint(i), Branch: fmt.Sprintf("pr/%d", i), Parents: []string{"initial"},
+			Message: fmt.Sprintf("change %d\n", i), At: now, Files: map[string]string{fmt.Sprintf("f%d.txt", i): "x\n"}})
+	}
+	repo := gittest.NewBare(t, cfg.ReposDir, "acme/widgets", commits...)
+	var calls sync.Map
+	fault := func(point string, env contracts.Envelope) error {
+		if point != runner.FaultAfterEffect || env.Event.Type() != contracts.TypeMerged || env.Meta.Attempt != 1 {
+			return nil
+		}
+		n, _ := calls.LoadOrStore(env.Event.ID(), new(atomic.Int32))
+		if n.(*atomic.Int32).Add(1) < int32(cfg.MaxDeliver) {
+			return errors.New("injected: the webhook receiver is down")
+		}
+		return nil
+	}
+	st := startWith(t, stack.Options{Config: cfg, Services: []string{"validator", "merger", "indexer", "ledger"}})
+	ncfg := cfg
+	ncfg.NATSURL = st.NATS.Addr()
+	startWith(t, stack.Options{Config: ncfg, Services: []string{"notifier"}, NoHTTP: true, Fault: fault})
+	return st, repo
 }
