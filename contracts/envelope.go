@@ -39,9 +39,10 @@ func New(id, eventType, source, prID string, at time.Time, payload any, m Meta) 
 	e.SetSource(source)
 	e.SetSubject(prID)
 	e.SetTime(at.UTC())
-	if err := e.SetData(event.ApplicationJSON, json.RawMessage(data)); err != nil {
-		return nil, fmt.Errorf("set %s data: %w", eventType, err)
-	}
+	// json.Marshal's output is compact, valid JSON already: SetData would
+	// marshal it once more (a third of New's cost) to learn nothing new.
+	e.SetDataContentType(event.ApplicationJSON)
+	e.DataEncoded = data
 	setExt(&e, ExtCorrelationID, m.CorrelationID)
 	setExt(&e, ExtCausationID, m.CausationID)
 	if m.Attempt > 0 {
