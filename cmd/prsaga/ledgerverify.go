@@ -179,8 +179,7 @@ func streamBodies(ctx context.Context, tables *ledgersqlite.Tables, url string, 
 	if err != nil || len(want) == 0 {
 		return nil, err
 	}
-	b, err := bus.Connect(ctx, bus.Config{URL: url, Name: "prsaga-ledger-verify", CredsFile: cfg.NATSCreds,
-		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey})
+	b, err := bus.Connect(ctx, clientBus(cfg, url, "ledger-verify"))
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/services/indexer/rebuild"
 )
 
@@ -47,10 +46,8 @@ func cmdReindex(ctx context.Context, args []string, getenv func(string) string, 
 	if url == "" {
 		url = "nats://" + cfg.NATSListen
 	}
-	b, err := bus.Connect(ctx, bus.Config{URL: url, Name: "prsaga-reindex", CredsFile: cfg.NATSCreds,
-		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey})
-	if err != nil {
-		fmt.Fprintf(stderr, "prsaga reindex: %v\n", err)
+	b, ok := dialBus(ctx, cfg, url, "reindex", "", stderr)
+	if !ok {
 		return exitFailed
 	}
 	defer b.Close()

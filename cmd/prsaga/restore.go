@@ -40,13 +40,9 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintln(stderr, use)
 		return exitUsage
 	}
-	if cfg.IsYDB() {
-		fmt.Fprintf(stderr, "prsaga restore: %s\n", ydbBackupHint)
-		return exitUsage
-	}
-	dbDir, err := cfg.SQLiteDir()
-	if err != nil {
-		return parseError(err, stderr)
+	dbDir, code := sqliteDir(cfg, "restore", stderr)
+	if code != exitOK {
+		return code
 	}
 	if _, err := backup.ReadManifest(*from); err != nil {
 		fmt.Fprintf(stderr, "prsaga restore: %v\n", err)
@@ -125,8 +121,7 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 // the embedded server's store in <data>/nats, started here without a
 // listener (the deployment is stopped: nobody else has it open).
 func restoreBus(ctx context.Context, cfg config.Config) (*bus.Bus, func(), error) {
-	bc := bus.Config{URL: cfg.NATSURL, Name: "prsaga-restore", CredsFile: cfg.NATSCreds,
-		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey}
+	bc := clientBus(cfg, cfg.NATSURL, "restore")
 	var ns *natsembed.Server
 	if cfg.NATSURL == "" {
 		store := filepath.Join(cfg.DataDir, "nats")
