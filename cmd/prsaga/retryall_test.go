@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/gittest"
-	"github.com/prsaga/prsaga/platform/runner"
 )
 
 // A webhook receiver was down: 200 sagas ended MERGE_FAILED at NOTIFYING.
@@ -98,20 +96,7 @@ func TestBulkRetryOfNotifyingFailures(t *testing.T) {
 	})
 	var retries []time.Time
 	for i := 1; i <= prs; i++ {
-		s, err := c.Saga(context.Background(), contracts.PRID("acme/widgets", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, tr := range s.Transitions {
-			if tr.FromState == string(contracts.StateMergeFailed) {
-				n++
-				retries = append(retries, tr.At)
-			}
-		}
-		if n != 1 || s.Attempts != 2 {
-			t.Fatalf("%s was retried %d times (attempts %d), want exactly once", s.PRID, n, s.Attempts)
-		}
+		retries = append(retries, retriedOnce(t, c, contracts.PRID("acme/widgets", i)))
 	}
 	slices.SortFunc(retries, func(a, b time.Time) int { return a.Compare(b) })
 	for i := range retries {
@@ -161,20 +146,6 @@ func startNotifierDown(t *testing.T, branches int) (*stack.Stack, *gittest.Repo)
 			Message: fmt.Sprintf("change %d\n", i), At: now, Files: map[string]string{fmt.Sprintf("f%d.txt", i): "x\n"}})
 	}
 	repo := gittest.NewBare(t, cfg.ReposDir, "acme/widgets", commits...)
-	var calls sync.Map
-	fault := func(point string, env contracts.Envelope) error {
-		if point != runner.FaultAfterEffect || env.Event.Type() != contracts.TypeMerged || env.Meta.Attempt != 1 {
-			return nil
-		}
-		n, _ := calls.LoadOrStore(env.Event.ID(), new(atomic.Int32))
-		if n.(*atomic.Int32).Add(1) < int32(cfg.MaxDeliver) {
-			return errors.New("injected: the webhook receiver is down")
-		}
-		return nil
-	}
-	st := startWith(t, stack.Options{Config: cfg, Services: []string{"validator", "merger", "indexer", "ledger"}})
-	ncfg := cfg
-	ncfg.NATSURL = st.NATS.Addr()
-	startWith(t, stack.Options{Config: ncfg, Services: []string{"notifier"}, NoHTTP: true, Fault: fault})
+	st := startApart(t, cfg, "notifier", failFirstDeliveries(contracts.TypeMerged, "", cfg.MaxDeliver, "injected: the webhook receiver is down"))
 	return st, repo
 }
