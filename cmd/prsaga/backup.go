@@ -50,13 +50,11 @@ func cmdBackup(ctx context.Context, args []string, getenv func(string) string, s
 	to := fs.String("to", "", "the backup directory: new, or empty (required)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long (exit 1; the partial directory is removed)")
 	asJSON := fs.Bool("json", false, "print the manifest as JSON")
-	pos, cfg, err := parseConfig(fs, load, args)
-	if err != nil {
-		return parseError(err, stderr)
-	}
-	if len(pos) != 0 || *to == "" || *timeout <= 0 {
-		fmt.Fprintln(stderr, use)
-		return exitUsage
+	cfg, code, ok := parseVerb(fs, load, args, use, stderr, func(pos []string) bool {
+		return len(pos) != 0 || *to == "" || *timeout <= 0
+	})
+	if !ok {
+		return code
 	}
 	dbDir, code := sqliteDir(cfg, "backup", stderr)
 	if code != exitOK {

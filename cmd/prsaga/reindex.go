@@ -31,13 +31,11 @@ func cmdReindex(ctx context.Context, args []string, getenv func(string) string, 
 	allowPartial := fs.Bool("allow-partial", false, "rebuild even when the stream has lost its first events (aged out): the PRs notified only in them are dropped")
 	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "wait at most this long for the index's lock")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	pos, cfg, err := parseConfig(fs, load, args)
-	if err != nil {
-		return parseError(err, stderr)
-	}
-	if len(pos) != 0 || *lockTimeout <= 0 || (*out != "" && (*index != "" || *removeOld)) {
-		fmt.Fprintln(stderr, use)
-		return exitUsage
+	cfg, code, ok := parseVerb(fs, load, args, use, stderr, func(pos []string) bool {
+		return len(pos) != 0 || *lockTimeout <= 0 || (*out != "" && (*index != "" || *removeOld))
+	})
+	if !ok {
+		return code
 	}
 	if *index == "" {
 		*index = filepath.Join(cfg.DataDir, "index")

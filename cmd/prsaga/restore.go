@@ -32,13 +32,11 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 	force := fs.Bool("force", false, "restore although services seem to run, or the backup is older than the stream or the inboxes keep (warns)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long (exit 1; run it again)")
 	asJSON := fs.Bool("json", false, "print what was done as JSON")
-	pos, cfg, err := parseConfig(fs, load, args)
-	if err != nil {
-		return parseError(err, stderr)
-	}
-	if len(pos) != 0 || *from == "" || *timeout <= 0 {
-		fmt.Fprintln(stderr, use)
-		return exitUsage
+	cfg, code, ok := parseVerb(fs, load, args, use, stderr, func(pos []string) bool {
+		return len(pos) != 0 || *from == "" || *timeout <= 0
+	})
+	if !ok {
+		return code
 	}
 	dbDir, code := sqliteDir(cfg, "restore", stderr)
 	if code != exitOK {
