@@ -33,6 +33,22 @@ func checkRefusal(t *testing.T, call string, err error) {
 	}
 }
 
+// fuzzValidator fuzzes validate, one of the string validators, from the
+// seeds: a refusal must pass checkRefusal, what it accepts must pass
+// accepted.
+func fuzzValidator(f *testing.F, name string, validate func(string) error, seeds []string, accepted func(t *testing.T, s string)) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if err := validate(s); err != nil {
+			checkRefusal(t, name, err)
+			return
+		}
+		accepted(t, s)
+	})
+}
+
 // confined reports whether a repo id, used as the merger and indexer use
 // it, names a directory exactly two levels below the repos dir.
 func confined(repo string) bool {
@@ -55,17 +71,10 @@ func confined(repo string) bool {
 }
 
 func FuzzValidateRepo(f *testing.F) {
-	for _, s := range []string{"acme/widgets", "a/b", "../etc", "acme/..", "acme/../../x", "acme/widgets.git",
+	seeds := []string{"acme/widgets", "a/b", "../etc", "acme/..", "acme/../../x", "acme/widgets.git",
 		"acme//widgets", "/acme/widgets", "acme/widgets/", "acme\\widgets", "a/b/c", ".", "./x", "a/.", "a\x00/b",
-		strings.Repeat("a", 101) + "/b", "acme/wid gets", "acme/wïdgets"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, repo string) {
-		err := contracts.ValidateRepo(repo)
-		if err != nil {
-			checkRefusal(t, "ValidateRepo", err)
-			return
-		}
+		strings.Repeat("a", 101) + "/b", "acme/wid gets", "acme/wïdgets"}
+	fuzzValidator(f, "ValidateRepo", contracts.ValidateRepo, seeds, func(t *testing.T, repo string) {
 		if !confined(repo) {
 			t.Fatalf("ValidateRepo accepts %q, which escapes <repos>/<owner>/<name>.git", repo)
 		}
@@ -121,18 +130,11 @@ func (g gitOracle) check(name string) (string, bool) {
 }
 
 func FuzzValidateBranch(f *testing.F) {
-	for _, s := range []string{"main", "feature/login", "release-1.0", "../../etc/passwd", "a/../b", "a..b", "a/.b",
-		"a.lock", "a/b.lock/c", "-rf", "HEAD", "@", "a@{1}", "a b", "a\tb", "a\x00b", "a\x1bb", "a~1", "a^", "a:b",
-		"a?", "a*", "a[", "a\\b", "/a", "a/", "a//b", "a.", "refs/heads/x", "ünïcode", "\xff\xfe", "x\u007f"} {
-		f.Add(s)
-	}
 	git := newGitOracle(f)
-	f.Fuzz(func(t *testing.T, name string) {
-		err := contracts.ValidateBranch("branch", name)
-		if err != nil {
-			checkRefusal(t, "ValidateBranch", err)
-			return
-		}
+	seeds := []string{"main", "feature/login", "release-1.0", "../../etc/passwd", "a/../b", "a..b", "a/.b",
+		"a.lock", "a/b.lock/c", "-rf", "HEAD", "@", "a@{1}", "a b", "a\tb", "a\x00b", "a\x1bb", "a~1", "a^", "a:b",
+		"a?", "a*", "a[", "a\\b", "/a", "a/", "a//b", "a.", "refs/heads/x", "ünïcode", "\xff\xfe", "x\u007f"}
+	fuzzValidator(f, "ValidateBranch", func(s string) error { return contracts.ValidateBranch("branch", s) }, seeds, func(t *testing.T, name string) {
 		ref := "refs/heads/" + name
 		if path.Clean(ref) != ref || strings.Contains(name, "..") {
 			t.Fatalf("ValidateBranch accepts %q, whose ref %q is not a clean path under refs/heads", name, ref)
@@ -154,17 +156,10 @@ func FuzzValidateBranch(f *testing.F) {
 }
 
 func FuzzValidateSHA(f *testing.F) {
-	for _, s := range []string{"abcdef0123456789abcdef0123456789abcdef01", "ABCDEF0123456789ABCDEF0123456789ABCDEF01",
+	seeds := []string{"abcdef0123456789abcdef0123456789abcdef01", "ABCDEF0123456789ABCDEF0123456789ABCDEF01",
 		"abcdef0123456789abcdef0123456789abcdef0", "abcdef0123456789abcdef0123456789abcdef012", "g" + strings.Repeat("0", 39),
-		strings.Repeat("0", 64), "HEAD", "main", "", "abcdef0123456789abcdef0123456789abcdef0\x00"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, sha string) {
-		err := contracts.ValidateSHA("head_sha", sha)
-		if err != nil {
-			checkRefusal(t, "ValidateSHA", err)
-			return
-		}
+		strings.Repeat("0", 64), "HEAD", "main", "", "abcdef0123456789abcdef0123456789abcdef0\x00"}
+	fuzzValidator(f, "ValidateSHA", func(s string) error { return contracts.ValidateSHA("head_sha", s) }, seeds, func(t *testing.T, sha string) {
 		b, herr := hex.DecodeString(sha)
 		if herr != nil || len(b) != 20 || strings.ToLower(sha) != sha {
 			t.Fatalf("ValidateSHA accepts %q, which is not a 40-hex lower-case object id", sha)
@@ -173,16 +168,9 @@ func FuzzValidateSHA(f *testing.F) {
 }
 
 func FuzzValidateEventID(f *testing.F) {
-	for _, s := range []string{"01J9Z3Y6K8QX4T2N5M7P0R1S2V", "0190c4c1-7a4d-7cc4-9d3e-2f1f6b9c0a11", "a", "", "a b", "a\nb",
-		"a/b", "a*", "a>", "dlq.validator.x", strings.Repeat("x", 129), "id\x00"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, id string) {
-		err := contracts.ValidateEventID(id)
-		if err != nil {
-			checkRefusal(t, "ValidateEventID", err)
-			return
-		}
+	seeds := []string{"01J9Z3Y6K8QX4T2N5M7P0R1S2V", "0190c4c1-7a4d-7cc4-9d3e-2f1f6b9c0a11", "a", "", "a b", "a\nb",
+		"a/b", "a*", "a>", "dlq.validator.x", strings.Repeat("x", 129), "id\x00"}
+	fuzzValidator(f, "ValidateEventID", contracts.ValidateEventID, seeds, func(t *testing.T, id string) {
 		// Ids become Nats-Msg-Id headers, inbox keys and log fields: no
 		// space, control character, wildcard or path separator.
 		if len(id) == 0 || len(id) > 128 || strings.ContainsAny(id, " \t\r\n\x00*>/\\%") {

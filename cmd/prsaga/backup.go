@@ -18,13 +18,27 @@ import (
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/backup"
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/config"
 	"github.com/prsaga/prsaga/services/indexer/bleveindex"
 )
 
 // ydbBackupHint is the answer of backup and restore on a YDB store.
 const ydbBackupHint = "PRSAGA_STORE is YDB: back it up with YDB's own tools (ydb tools dump / restore, or export to S3) and record the consumers' positions as docs/operating.md \"Backup and restore\" (On YDB) describes"
+
+// sqliteDir is the directory of the services' SQLite databases, which
+// backup and restore copy; on a YDB store, or a bad one, it says why not on
+// stderr and returns the exit code.
+func sqliteDir(cfg config.Config, verb string, stderr io.Writer) (string, int) {
+	if cfg.IsYDB() {
+		fmt.Fprintf(stderr, "prsaga %s: %s\n", verb, ydbBackupHint)
+		return "", exitUsage
+	}
+	dir, err := cfg.SQLiteDir()
+	if err != nil {
+		return "", parseError(err, stderr)
+	}
+	return dir, exitOK
+}
 
 // cmdBackup takes an online backup of a deployment on the SQLite store
 // into a new directory (design §7): every service's database, the search
@@ -36,30 +50,21 @@ func cmdBackup(ctx context.Context, args []string, getenv func(string) string, s
 	to := fs.String("to", "", "the backup directory: new, or empty (required)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long (exit 1; the partial directory is removed)")
 	asJSON := fs.Bool("json", false, "print the manifest as JSON")
-	pos, cfg, err := parseConfig(fs, load, args)
-	if err != nil {
-		return parseError(err, stderr)
+	cfg, code, ok := parseVerb(fs, load, args, use, stderr, func(pos []string) bool {
+		return len(pos) != 0 || *to == "" || *timeout <= 0
+	})
+	if !ok {
+		return code
 	}
-	if len(pos) != 0 || *to == "" || *timeout <= 0 {
-		fmt.Fprintln(stderr, use)
-		return exitUsage
-	}
-	if cfg.IsYDB() {
-		fmt.Fprintf(stderr, "prsaga backup: %s\n", ydbBackupHint)
-		return exitUsage
-	}
-	dbDir, err := cfg.SQLiteDir()
-	if err != nil {
-		return parseError(err, stderr)
+	dbDir, code := sqliteDir(cfg, "backup", stderr)
+	if code != exitOK {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	natsURL := natsURLOf(fs, getenv, cfg)
-	b, err := bus.Connect(ctx, bus.Config{URL: natsURL, Name: "prsaga-backup", CredsFile: cfg.NATSCreds,
-		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey})
-	if err != nil {
-		fmt.Fprintf(stderr, "prsaga backup: %v\n", err)
-		refusedHint(stderr, err, "--nats-url / PRSAGA_NATS_URL (or --data to the directory `prsaga dev` runs in); the positions are read from NATS")
+	b, ok := dialBus(ctx, cfg, natsURL, "backup", "--nats-url / PRSAGA_NATS_URL (or --data to the directory `prsaga dev` runs in); the positions are read from NATS", stderr)
+	if !ok {
 		return exitFailed
 	}
 	defer b.Close()
@@ -170,21 +175,26 @@ func untar(r io.Reader, dir string) error {
 			if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
 				return err
 			}
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(f, tr); err != nil {
-				f.Close()
-				return err
-			}
-			if err := f.Close(); err != nil {
+			if err := createFrom(target, 0o600, tr); err != nil {
 				return err
 			}
 		default:
 			return fmt.Errorf("entry %q is not a file or a directory", h.Name)
 		}
 	}
+}
+
+// createFrom writes what r holds to a new file at path.
+func createFrom(path string, perm os.FileMode, r io.Reader) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // schemaLine prints a database's last migration per component, in a

@@ -235,14 +235,9 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var corr, typ, source string
-		var n int
-		if err := rows.Scan(&corr, &typ, &source, &n); err != nil {
-			t.Fatal(err)
-		}
+	eachRepeated(t, rows, func(corr, typ, source string, n int) {
 		t.Errorf("run %s: %d events %s from %s, want one", corr, n, typ, source)
-	}
+	})
 	rows.Close()
 	dlq, err := st2.Bus.JS.Stream(ctx, contracts.DLQStream)
 	if err != nil {
@@ -318,6 +313,21 @@ func checkBackupConsistent(ctx context.Context, t *testing.T, b *bus.Bus, dir st
 	}
 	if checked == 0 {
 		t.Fatal("no event at or below any recorded position: the check checked nothing")
+	}
+}
+
+// eachRepeated calls report with each row of rows, the answer of a
+// "SELECT a, b, c, count(*) … GROUP BY 1, 2, 3 HAVING count(*) > 1" over
+// three text columns: each is a key recorded more than once.
+func eachRepeated(t *testing.T, rows *sql.Rows, report func(a, b, c string, n int)) {
+	t.Helper()
+	for rows.Next() {
+		var a, b, c string
+		var n int
+		if err := rows.Scan(&a, &b, &c, &n); err != nil {
+			t.Fatal(err)
+		}
+		report(a, b, c, n)
 	}
 }
 

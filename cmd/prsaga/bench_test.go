@@ -53,12 +53,13 @@ func TestBenchInproc(t *testing.T) {
 	}
 }
 
-func TestBenchJSON(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// benchJSON runs `prsaga bench` with args, which ask for --json, and
+// returns the result it printed and its stderr; any other exit than 0
+// fails the test.
+func benchJSON(ctx context.Context, t *testing.T, args ...string) (bench.Result, string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, []string{"bench", "--workload", "W2", "--prs", "6", "--concurrency", "3", "--repos", "2", "--json", "--quiet",
-		"--preload", "500", "--watchers", "1"}, func(string) string { return "" }, &stdout, &stderr)
+	code := run(ctx, append([]string{"bench"}, args...), func(string) string { return "" }, &stdout, &stderr)
 	if code != exitOK {
 		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -66,6 +67,14 @@ func TestBenchJSON(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		t.Fatalf("--json output is not a result object: %v\n%s", err, stdout.String())
 	}
+	return r, stderr.String()
+}
+
+func TestBenchJSON(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, stderr := benchJSON(ctx, t, "--workload", "W2", "--prs", "6", "--concurrency", "3", "--repos", "2", "--json", "--quiet",
+		"--preload", "500", "--watchers", "1")
 	if !resultLine.MatchString(r.Line) || r.OK != 6 || r.Bad != 0 || r.Workload != "W2" || len(r.Steps) == 0 {
 		t.Errorf("result: line %q ok=%d bad=%d workload %s steps %d", r.Line, r.OK, r.Bad, r.Workload, len(r.Steps))
 	}
@@ -80,8 +89,8 @@ func TestBenchJSON(t *testing.T) {
 	if plan := r.Queries[3].Plan; !strings.Contains(plan, "idx_saga_state") {
 		t.Errorf("the watchdog query's plan %q does not use idx_saga_state", plan)
 	}
-	if strings.Contains(stderr.String(), "[") {
-		t.Errorf("--quiet still drew a progress bar:\n%s", stderr.String())
+	if strings.Contains(stderr, "[") {
+		t.Errorf("--quiet still drew a progress bar:\n%s", stderr)
 	}
 }
 

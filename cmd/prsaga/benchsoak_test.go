@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prsaga/prsaga/cmd/prsaga/internal/bench"
 )
 
 // A tiny soak: the soak's retention applies where not given, every store
@@ -18,17 +14,9 @@ import (
 func TestBenchSoak(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := run(ctx, []string{"bench", "--soak", "--workload", "W1", "--prs", "60", "--concurrency", "8", "--repos", "3",
+	r, _ := benchJSON(ctx, t, "--soak", "--workload", "W1", "--prs", "60", "--concurrency", "8", "--repos", "3",
 		"--stream-max-age", "30s", "--retention-sent", "1s", "--prune-interval", "300ms", "--sample-every", "200ms",
-		"--timeout", "4m", "--json", "--quiet"}, func(string) string { return "" }, &stdout, &stderr)
-	if code != exitOK {
-		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	var r bench.Result
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		t.Fatalf("--json output is not a result object: %v\n%s", err, stdout.String())
-	}
+		"--timeout", "4m", "--json", "--quiet")
 	if r.OK != 60 || r.Soak == nil {
 		t.Fatalf("ok=%d soak report %v; want 60 and a report", r.OK, r.Soak != nil)
 	}

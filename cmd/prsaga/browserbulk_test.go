@@ -104,19 +104,7 @@ func TestDashboardBulkRetryInBrowser(t *testing.T) {
 		return true
 	})
 	for _, pr := range failing {
-		s, err := c.Saga(context.Background(), pr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, tr := range s.Transitions {
-			if tr.FromState == string(contracts.StateMergeFailed) {
-				n++
-			}
-		}
-		if n != 1 || s.Attempts != 2 {
-			t.Fatalf("%s was retried %d times (attempts %d), want exactly once", pr, n, s.Attempts)
-		}
+		retriedOnce(t, c, pr)
 	}
 	if s, err := c.Saga(context.Background(), red); err != nil || s.State != string(contracts.StateMergeFailed) || s.Attempts != 1 {
 		t.Fatalf("%s (failed at VALIDATING, not selected): %+v %v, want untouched", red, s, err)

@@ -540,14 +540,9 @@ func checkTransitionRows(t *testing.T, path string) {
 		t.Fatalf("read %s: %v", path, err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var pr, to, ev string
-		var n int
-		if err := rows.Scan(&pr, &to, &ev, &n); err != nil {
-			t.Fatal(err)
-		}
+	eachRepeated(t, rows, func(pr, to, ev string, n int) {
 		t.Errorf("saga_transition: %s -> %s by %s recorded %d times", pr, to, ev, n)
-	}
+	})
 	var total, distinct int
 	if err := db.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT pr_id || '/' || seq) FROM saga_transition`).Scan(&total, &distinct); err != nil {
 		t.Fatal(err)

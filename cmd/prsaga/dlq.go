@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/dlq"
 )
 
@@ -78,11 +77,8 @@ func cmdDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 	url := natsURLOf(fs, getenv, cfg)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	b, err := bus.Connect(ctx, bus.Config{URL: url, Name: "prsaga-dlq", CredsFile: cfg.NATSCreds,
-		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey})
-	if err != nil {
-		fmt.Fprintf(stderr, "prsaga dlq: %v\n", err)
-		refusedHint(stderr, err, "--nats-url / PRSAGA_NATS_URL (or --data to the directory `prsaga dev` runs in)")
+	b, ok := dialBus(ctx, cfg, url, "dlq", "--nats-url / PRSAGA_NATS_URL (or --data to the directory `prsaga dev` runs in)", stderr)
+	if !ok {
 		return exitFailed
 	}
 	defer b.Close()

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,21 +117,7 @@ func TestEndToEndIndexFailsThenRetryMerges(t *testing.T) {
 	// that the fault hook sees only its deliveries: attempt 1's notified
 	// fails on every delivery but the last, where the runner gives up and
 	// reports step_failed(INDEXING, retries_exhausted).
-	var calls sync.Map
-	fault := func(point string, env contracts.Envelope) error {
-		if point != runner.FaultAfterEffect || env.Event.Type() != contracts.TypeNotified || env.Meta.Attempt != 1 || env.Event.Subject() != pr {
-			return nil
-		}
-		n, _ := calls.LoadOrStore(env.Event.ID(), new(atomic.Int32))
-		if n.(*atomic.Int32).Add(1) < int32(cfg.MaxDeliver) {
-			return errors.New("injected: the index is unavailable")
-		}
-		return nil
-	}
-	main := startWith(t, stack.Options{Config: cfg, Services: []string{"validator", "merger", "notifier", "ledger"}})
-	icfg := cfg
-	icfg.NATSURL = main.NATS.Addr()
-	startWith(t, stack.Options{Config: icfg, Services: []string{"indexer"}, NoHTTP: true, Fault: fault})
+	main := startApart(t, cfg, "indexer", failFirstDeliveries(contracts.TypeNotified, pr, cfg.MaxDeliver, "injected: the index is unavailable"))
 
 	c := client.New(main.URL, "")
 	setCI(t, c, "acme/widgets", head, "success")

@@ -69,6 +69,21 @@ func parseError(err error, stderr io.Writer) int {
 	return exitUsage
 }
 
+// parseVerb parses a verb's args as parseConfig does, and refuses them when
+// usage holds for the positionals and the flags parsed: use is printed.
+// When ok is false the verb stops with exit code code (0 after --help).
+func parseVerb(fs *flag.FlagSet, load func() (config.Config, error), args []string, use string, stderr io.Writer, usage func(pos []string) bool) (cfg config.Config, code int, ok bool) {
+	pos, cfg, err := parseConfig(fs, load, args)
+	if err != nil {
+		return cfg, parseError(err, stderr), false
+	}
+	if usage(pos) {
+		fmt.Fprintln(stderr, use)
+		return cfg, exitUsage, false
+	}
+	return cfg, exitOK, true
+}
+
 // parseConfig parses args as parseInterspersed does, then loads the
 // configuration the flags complete; parseError reports either error.
 func parseConfig(fs *flag.FlagSet, load func() (config.Config, error), args []string) ([]string, config.Config, error) {

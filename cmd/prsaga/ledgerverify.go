@@ -37,6 +37,7 @@ func cmdLedger(ctx context.Context, args []string, getenv func(string) string, s
 // Exit codes of ledger verify: exitOK when the tables agree with the log,
 // exitFailed when they differ, exitUsage (2) when verify could not run.
 func cmdLedgerVerify(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	const use = "usage: prsaga ledger verify [--json] [--stream] [--repair [--force] [--actor NAME]] [--scratch DIR]"
 	fs, load := newFlags("ledger verify", getenv, stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON (every differing saga with its differences)")
 	repair := fs.Bool("repair", false, "rewrite every differing saga's row and transitions as the log re-derives them, one audited transaction per saga (saga_repair); refused while a ledger has the database open")
@@ -44,13 +45,11 @@ func cmdLedgerVerify(ctx context.Context, args []string, getenv func(string) str
 	actor := fs.String("actor", defaultActor(), "with --repair: who repairs, recorded in the audit row")
 	stream := fs.Bool("stream", false, "also read the JetStream stream (--nats-url / PRSAGA_NATS_URL, or the prsaga dev of --data) for the bodies retention pruned, so that sagas whose events the stream still holds are verified too")
 	scratch := fs.String("scratch", "", "directory for the scratch database the log is replayed into (default a temporary directory, removed afterwards)")
-	pos, cfg, err := parseConfig(fs, load, args)
-	if err != nil {
-		return parseError(err, stderr)
-	}
-	if len(pos) != 0 || (*force && !*repair) {
-		fmt.Fprintln(stderr, "usage: prsaga ledger verify [--json] [--stream] [--repair [--force] [--actor NAME]] [--scratch DIR]")
-		return exitUsage
+	cfg, code, ok := parseVerb(fs, load, args, use, stderr, func(pos []string) bool {
+		return len(pos) != 0 || (*force && !*repair)
+	})
+	if !ok {
+		return code
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "prsaga ledger verify: "+format+"\n", a...)
@@ -179,8 +178,7 @@ func streamBodies(ctx context.Context, tables *ledgersqlite.Tables, url string, 
 	if err != nil || len(want) == 0 {
 		return nil, err
 	}
-	b, err := bus.Connect(ctx, bus.Config{URL: url, Name: "prsaga-ledger-verify", CredsFile: cfg.NATSCreds,
-		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey})
+	b, err := bus.Connect(ctx, clientBus(cfg, url, "ledger-verify"))
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/services/indexer/rebuild"
 )
 
@@ -32,13 +31,11 @@ func cmdReindex(ctx context.Context, args []string, getenv func(string) string, 
 	allowPartial := fs.Bool("allow-partial", false, "rebuild even when the stream has lost its first events (aged out): the PRs notified only in them are dropped")
 	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "wait at most this long for the index's lock")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	pos, cfg, err := parseConfig(fs, load, args)
-	if err != nil {
-		return parseError(err, stderr)
-	}
-	if len(pos) != 0 || *lockTimeout <= 0 || (*out != "" && (*index != "" || *removeOld)) {
-		fmt.Fprintln(stderr, use)
-		return exitUsage
+	cfg, code, ok := parseVerb(fs, load, args, use, stderr, func(pos []string) bool {
+		return len(pos) != 0 || *lockTimeout <= 0 || (*out != "" && (*index != "" || *removeOld))
+	})
+	if !ok {
+		return code
 	}
 	if *index == "" {
 		*index = filepath.Join(cfg.DataDir, "index")
@@ -47,10 +44,8 @@ func cmdReindex(ctx context.Context, args []string, getenv func(string) string, 
 	if url == "" {
 		url = "nats://" + cfg.NATSListen
 	}
-	b, err := bus.Connect(ctx, bus.Config{URL: url, Name: "prsaga-reindex", CredsFile: cfg.NATSCreds,
-		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey})
-	if err != nil {
-		fmt.Fprintf(stderr, "prsaga reindex: %v\n", err)
+	b, ok := dialBus(ctx, cfg, url, "reindex", "", stderr)
+	if !ok {
 		return exitFailed
 	}
 	defer b.Close()

@@ -32,21 +32,15 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 	force := fs.Bool("force", false, "restore although services seem to run, or the backup is older than the stream or the inboxes keep (warns)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long (exit 1; run it again)")
 	asJSON := fs.Bool("json", false, "print what was done as JSON")
-	pos, cfg, err := parseConfig(fs, load, args)
-	if err != nil {
-		return parseError(err, stderr)
+	cfg, code, ok := parseVerb(fs, load, args, use, stderr, func(pos []string) bool {
+		return len(pos) != 0 || *from == "" || *timeout <= 0
+	})
+	if !ok {
+		return code
 	}
-	if len(pos) != 0 || *from == "" || *timeout <= 0 {
-		fmt.Fprintln(stderr, use)
-		return exitUsage
-	}
-	if cfg.IsYDB() {
-		fmt.Fprintf(stderr, "prsaga restore: %s\n", ydbBackupHint)
-		return exitUsage
-	}
-	dbDir, err := cfg.SQLiteDir()
-	if err != nil {
-		return parseError(err, stderr)
+	dbDir, code := sqliteDir(cfg, "restore", stderr)
+	if code != exitOK {
+		return code
 	}
 	if _, err := backup.ReadManifest(*from); err != nil {
 		fmt.Fprintf(stderr, "prsaga restore: %v\n", err)
@@ -125,8 +119,7 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 // the embedded server's store in <data>/nats, started here without a
 // listener (the deployment is stopped: nobody else has it open).
 func restoreBus(ctx context.Context, cfg config.Config) (*bus.Bus, func(), error) {
-	bc := bus.Config{URL: cfg.NATSURL, Name: "prsaga-restore", CredsFile: cfg.NATSCreds,
-		TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey}
+	bc := clientBus(cfg, cfg.NATSURL, "restore")
 	var ns *natsembed.Server
 	if cfg.NATSURL == "" {
 		store := filepath.Join(cfg.DataDir, "nats")

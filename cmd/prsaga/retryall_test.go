@@ -15,6 +15,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/config"
 	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/runner"
 )
@@ -98,20 +99,7 @@ func TestBulkRetryOfNotifyingFailures(t *testing.T) {
 	})
 	var retries []time.Time
 	for i := 1; i <= prs; i++ {
-		s, err := c.Saga(context.Background(), contracts.PRID("acme/widgets", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, tr := range s.Transitions {
-			if tr.FromState == string(contracts.StateMergeFailed) {
-				n++
-				retries = append(retries, tr.At)
-			}
-		}
-		if n != 1 || s.Attempts != 2 {
-			t.Fatalf("%s was retried %d times (attempts %d), want exactly once", s.PRID, n, s.Attempts)
-		}
+		retries = append(retries, retriedOnce(t, c, contracts.PRID("acme/widgets", i)))
 	}
 	slices.SortFunc(retries, func(a, b time.Time) int { return a.Compare(b) })
 	for i := range retries {
@@ -161,20 +149,58 @@ func startNotifierDown(t *testing.T, branches int) (*stack.Stack, *gittest.Repo)
 			Message: fmt.Sprintf("change %d\n", i), At: now, Files: map[string]string{fmt.Sprintf("f%d.txt", i): "x\n"}})
 	}
 	repo := gittest.NewBare(t, cfg.ReposDir, "acme/widgets", commits...)
+	st := startApart(t, cfg, "notifier", failFirstDeliveries(contracts.TypeMerged, "", cfg.MaxDeliver, "injected: the webhook receiver is down"))
+	return st, repo
+}
+
+// failFirstDeliveries is a fault hook failing the side effect of attempt
+// 1's events of type typ (those about subject only, when it is not empty)
+// with why on every delivery but the last of maxDeliver. It is passed on
+// the last, where the runner gives up and reports step_failed: failing
+// there too would retry forever.
+func failFirstDeliveries(typ, subject string, maxDeliver int, why string) func(string, contracts.Envelope) error {
 	var calls sync.Map
-	fault := func(point string, env contracts.Envelope) error {
-		if point != runner.FaultAfterEffect || env.Event.Type() != contracts.TypeMerged || env.Meta.Attempt != 1 {
+	return func(point string, env contracts.Envelope) error {
+		if point != runner.FaultAfterEffect || env.Event.Type() != typ || env.Meta.Attempt != 1 || (subject != "" && env.Event.Subject() != subject) {
 			return nil
 		}
 		n, _ := calls.LoadOrStore(env.Event.ID(), new(atomic.Int32))
-		if n.(*atomic.Int32).Add(1) < int32(cfg.MaxDeliver) {
-			return errors.New("injected: the webhook receiver is down")
+		if n.(*atomic.Int32).Add(1) < int32(maxDeliver) {
+			return errors.New(why)
 		}
 		return nil
 	}
-	st := startWith(t, stack.Options{Config: cfg, Services: []string{"validator", "merger", "indexer", "ledger"}})
-	ncfg := cfg
-	ncfg.NATSURL = st.NATS.Addr()
-	startWith(t, stack.Options{Config: ncfg, Services: []string{"notifier"}, NoHTTP: true, Fault: fault})
-	return st, repo
+}
+
+// startApart starts every service but svc in one stack, and svc in a
+// stack of its own sharing the NATS server, without HTTP and with fault,
+// so that the hook sees only svc's deliveries. It returns the first.
+func startApart(t *testing.T, cfg config.Config, svc string, fault func(string, contracts.Envelope) error) *stack.Stack {
+	t.Helper()
+	others := slices.DeleteFunc([]string{"validator", "merger", "notifier", "indexer", "ledger"}, func(s string) bool { return s == svc })
+	st := startWith(t, stack.Options{Config: cfg, Services: others})
+	acfg := cfg
+	acfg.NATSURL = st.NATS.Addr()
+	startWith(t, stack.Options{Config: acfg, Services: []string{svc}, NoHTTP: true, Fault: fault})
+	return st
+}
+
+// retriedOnce fails the test unless pr's saga left MERGE_FAILED exactly
+// once and is at attempt 2, and returns when it left.
+func retriedOnce(t *testing.T, c *client.Client, pr string) time.Time {
+	t.Helper()
+	s, err := c.Saga(context.Background(), pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retries []time.Time
+	for _, tr := range s.Transitions {
+		if tr.FromState == string(contracts.StateMergeFailed) {
+			retries = append(retries, tr.At)
+		}
+	}
+	if len(retries) != 1 || s.Attempts != 2 {
+		t.Fatalf("%s was retried %d times (attempts %d), want exactly once", pr, len(retries), s.Attempts)
+	}
+	return retries[0]
 }

@@ -21,13 +21,11 @@ func cmdWatchdog(ctx context.Context, args []string, getenv func(string) string,
 	fs, load := newFlags("watchdog", getenv, stderr)
 	once := fs.Bool("once", false, "run one tick, print a JSON summary (rows examined, timed out, each with its diagnosis) and exit")
 	timeout := fs.Duration("timeout", time.Minute, "give up on the tick after this long (exit 1)")
-	pos, cfg, err := parseConfig(fs, load, args)
-	if err != nil {
-		return parseError(err, stderr)
-	}
-	if !*once || len(pos) != 0 || *timeout <= 0 {
-		fmt.Fprintln(stderr, use)
-		return exitUsage
+	cfg, code, ok := parseVerb(fs, load, args, use, stderr, func(pos []string) bool {
+		return !*once || len(pos) != 0 || *timeout <= 0
+	})
+	if !ok {
+		return code
 	}
 	cfg.NATSURL = natsURLOf(fs, getenv, cfg)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)

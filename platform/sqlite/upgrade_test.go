@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,34 +19,30 @@ import (
 // its unsent row is published by today's relay (testdata/schema, made by
 // go run ./platform/sqlite/schemafixtures).
 func TestUpgradeFromEarlierVersions(t *testing.T) {
-	for _, fixture := range sqlitetest.Fixtures(t, filepath.Join("testdata", "schema")) {
-		t.Run(filepath.Base(fixture), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			db := sqlitetest.Upgrade(t, fixture, sqlitetest.FixtureTime.Add(time.Hour))
-			rows, err := db.Unsent(ctx, 10)
-			if err != nil || len(rows) != 1 {
-				t.Fatalf("unsent rows: %v, %v; want the fixture's one", rows, err)
-			}
-			_, b := natstest.Start(t, bus.Config{})
-			relay := &outbox.Relay{Store: db, Pub: b, Log: slog.New(slog.DiscardHandler)}
-			if n, err := relay.Flush(ctx); err != nil || n != 1 {
-				t.Fatalf("relay of the upgraded database: %d rows, %v; want 1", n, err)
-			}
-			s, err := b.JS.Stream(ctx, contracts.Stream)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := s.GetLastMsgForSubject(ctx, rows[0].Subject)
-			if err != nil {
-				t.Fatalf("the relayed row on the stream: %v", err)
-			}
-			if id := m.Header.Get(bus.HeaderMsgID); id != rows[0].ID {
-				t.Errorf("relayed message id %q, want %q", id, rows[0].ID)
-			}
-			if left, err := db.Unsent(ctx, 10); err != nil || len(left) != 0 {
-				t.Errorf("unsent after the relay: %v, %v; want none", left, err)
-			}
-		})
-	}
+	sqlitetest.EachFixture(t, func(t *testing.T, ctx context.Context, fixture string) {
+		db := sqlitetest.Upgrade(t, fixture, sqlitetest.FixtureTime.Add(time.Hour))
+		rows, err := db.Unsent(ctx, 10)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("unsent rows: %v, %v; want the fixture's one", rows, err)
+		}
+		_, b := natstest.Start(t, bus.Config{})
+		relay := &outbox.Relay{Store: db, Pub: b, Log: slog.New(slog.DiscardHandler)}
+		if n, err := relay.Flush(ctx); err != nil || n != 1 {
+			t.Fatalf("relay of the upgraded database: %d rows, %v; want 1", n, err)
+		}
+		s, err := b.JS.Stream(ctx, contracts.Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.GetLastMsgForSubject(ctx, rows[0].Subject)
+		if err != nil {
+			t.Fatalf("the relayed row on the stream: %v", err)
+		}
+		if id := m.Header.Get(bus.HeaderMsgID); id != rows[0].ID {
+			t.Errorf("relayed message id %q, want %q", id, rows[0].ID)
+		}
+		if left, err := db.Unsent(ctx, 10); err != nil || len(left) != 0 {
+			t.Errorf("unsent after the relay: %v, %v; want none", left, err)
+		}
+	})
 }

@@ -158,17 +158,27 @@ func (a *API) confirmBulk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	form := bulkFormOf(r.URL.Query())
+	f, sagas, ok := a.selectBulk(w, r, form)
+	if !ok {
+		return
+	}
+	a.renderBulkConfirm(w, r, form, f, sagas, "", http.StatusOK, "")
+}
+
+// selectBulk selects the failed sagas form's filter names, as of now;
+// when it cannot, it answers with the error page.
+func (a *API) selectBulk(w http.ResponseWriter, r *http.Request, form bulkForm) (ledger.BulkFilter, []ledger.Saga, bool) {
 	f, err := form.filter(a.now())
 	if err != nil {
 		a.failPage(w, r, err)
-		return
+		return f, nil, false
 	}
 	sagas, err := ledger.SelectFailed(r.Context(), a.Sagas, f)
 	if err != nil {
 		a.failPage(w, r, err)
-		return
+		return f, nil, false
 	}
-	a.renderBulkConfirm(w, r, form, f, sagas, "", http.StatusOK, "")
+	return f, sagas, true
 }
 
 // renderBulkConfirm shows the dry run of the same code the job runs
@@ -212,17 +222,11 @@ func (a *API) formBulk(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/retries/"+url.PathEscape(j.id), http.StatusSeeOther)
 		return
 	}
-	f, err := form.filter(a.now())
-	if err != nil {
-		a.failPage(w, r, err)
+	f, sagas, ok := a.selectBulk(w, r, form)
+	if !ok {
 		return
 	}
 	rate, err := rateOf(r.PostFormValue("rate"))
-	if err != nil {
-		a.failPage(w, r, err)
-		return
-	}
-	sagas, err := ledger.SelectFailed(r.Context(), a.Sagas, f)
 	if err != nil {
 		a.failPage(w, r, err)
 		return

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,34 +18,30 @@ import (
 // schema, made by go run ./platform/sqlite/schemafixtures).
 func TestUpgradeFromEarlierVersions(t *testing.T) {
 	const pr, mergeSHA = "acme/widgets#5", "3333333333333333333333333333333333333333"
-	for _, fixture := range sqlitetest.Fixtures(t, filepath.Join("testdata", "schema")) {
-		t.Run(filepath.Base(fixture), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			db := sqlitetest.Upgrade(t, fixture, sqlitetest.FixtureTime.Add(time.Hour), msqlite.Migrations)
-			j := &msqlite.Journal{DB: db}
-			got, err := j.Recorded(ctx, pr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The fixtures of versions before the journal have no entry.
-			var want []string
-			if hadJournal(t, fixture) {
-				want = []string{mergeSHA}
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("journal of %s after the upgrade %v, want %v", pr, got, want)
-			}
-			e := gitrepo.JournalEntry{Repo: "acme/widgets", PRID: "acme/widgets#8", CorrelationID: "01JDX00000000000000CORR08",
-				TargetBranch: "main", Strategy: gitrepo.StrategyMerge, Commit: strings.Repeat("4", 40), Base: strings.Repeat("2", 40)}
-			if err := j.Record(ctx, e); err != nil {
-				t.Fatalf("record after the upgrade: %v", err)
-			}
-			if got, err := j.Recorded(ctx, e.PRID); err != nil || !slices.Equal(got, []string{e.Commit}) {
-				t.Errorf("journal after recording: %v, %v", got, err)
-			}
-		})
-	}
+	sqlitetest.EachFixture(t, func(t *testing.T, ctx context.Context, fixture string) {
+		db := sqlitetest.Upgrade(t, fixture, sqlitetest.FixtureTime.Add(time.Hour), msqlite.Migrations)
+		j := &msqlite.Journal{DB: db}
+		got, err := j.Recorded(ctx, pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fixtures of versions before the journal have no entry.
+		var want []string
+		if hadJournal(t, fixture) {
+			want = []string{mergeSHA}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("journal of %s after the upgrade %v, want %v", pr, got, want)
+		}
+		e := gitrepo.JournalEntry{Repo: "acme/widgets", PRID: "acme/widgets#8", CorrelationID: "01JDX00000000000000CORR08",
+			TargetBranch: "main", Strategy: gitrepo.StrategyMerge, Commit: strings.Repeat("4", 40), Base: strings.Repeat("2", 40)}
+		if err := j.Record(ctx, e); err != nil {
+			t.Fatalf("record after the upgrade: %v", err)
+		}
+		if got, err := j.Recorded(ctx, e.PRID); err != nil || !slices.Equal(got, []string{e.Commit}) {
+			t.Errorf("journal after recording: %v, %v", got, err)
+		}
+	})
 }
 
 // hadJournal reports whether the fixture's version had the merger's own

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,43 +19,39 @@ import (
 func TestUpgradeFromEarlierVersions(t *testing.T) {
 	const repo, corr = "acme/widgets", "01JDX00000000000000CORR05"
 	wa, wb := notifier.WatcherID(repo, "https://hooks.example/a"), notifier.WatcherID(repo, "https://hooks.example/b")
-	for _, fixture := range sqlitetest.Fixtures(t, filepath.Join("testdata", "schema")) {
-		t.Run(filepath.Base(fixture), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			now := sqlitetest.FixtureTime.Add(time.Hour)
-			db := sqlitetest.Upgrade(t, fixture, now, nsqlite.Migrations)
-			st := &nsqlite.Store{DB: db}
-			ws, err := st.Watchers(ctx, repo)
-			if err != nil || len(ws) != 2 || ws[0].ID != min(wa, wb) || ws[0].Secret == "" || ws[1].URL == "" {
-				t.Errorf("watchers after the upgrade: %+v, %v; want %s and %s with their URLs and secrets", ws, err, wa, wb)
-			}
-			want := map[string]notifier.Delivery{
-				wa: {CorrelationID: corr, WatcherID: wa, Delivered: true, Attempts: 1},
-				wb: {CorrelationID: corr, WatcherID: wb, Attempts: 3, LastError: "503 Service Unavailable"},
-			}
-			ds, err := st.Deliveries(ctx, corr)
-			if err != nil || len(ds) != 2 || ds[wa] != want[wa] || ds[wb] != want[wb] {
-				t.Errorf("deliveries after the upgrade: %+v, %v; want %+v", ds, err, want)
-			}
-			// A retry records the missing watcher; the delivered one stays.
-			err = db.Update(ctx, func(stx store.Tx) error {
-				tx, err := st.Bind(stx)
-				if err != nil {
-					return err
-				}
-				return notifier.RecordDeliveries(tx, []notifier.Delivery{{CorrelationID: corr, WatcherID: wb, Delivered: true, Attempts: 4}})
-			})
+	sqlitetest.EachFixture(t, func(t *testing.T, ctx context.Context, fixture string) {
+		now := sqlitetest.FixtureTime.Add(time.Hour)
+		db := sqlitetest.Upgrade(t, fixture, now, nsqlite.Migrations)
+		st := &nsqlite.Store{DB: db}
+		ws, err := st.Watchers(ctx, repo)
+		if err != nil || len(ws) != 2 || ws[0].ID != min(wa, wb) || ws[0].Secret == "" || ws[1].URL == "" {
+			t.Errorf("watchers after the upgrade: %+v, %v; want %s and %s with their URLs and secrets", ws, err, wa, wb)
+		}
+		want := map[string]notifier.Delivery{
+			wa: {CorrelationID: corr, WatcherID: wa, Delivered: true, Attempts: 1},
+			wb: {CorrelationID: corr, WatcherID: wb, Attempts: 3, LastError: "503 Service Unavailable"},
+		}
+		ds, err := st.Deliveries(ctx, corr)
+		if err != nil || len(ds) != 2 || ds[wa] != want[wa] || ds[wb] != want[wb] {
+			t.Errorf("deliveries after the upgrade: %+v, %v; want %+v", ds, err, want)
+		}
+		// A retry records the missing watcher; the delivered one stays.
+		err = db.Update(ctx, func(stx store.Tx) error {
+			tx, err := st.Bind(stx)
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
-			if ds, err := st.Deliveries(ctx, corr); err != nil || !ds[wa].Delivered || !ds[wb].Delivered || ds[wb].Attempts != 4 {
-				t.Errorf("deliveries after a retry: %+v, %v", ds, err)
-			}
-			// Within the retention nothing is pruned.
-			if n, err := st.PruneDeliveries(ctx, 30*24*time.Hour, 100); err != nil || n != 0 {
-				t.Errorf("pruning a run of an hour ago: %d rows, %v; want none", n, err)
-			}
+			return notifier.RecordDeliveries(tx, []notifier.Delivery{{CorrelationID: corr, WatcherID: wb, Delivered: true, Attempts: 4}})
 		})
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds, err := st.Deliveries(ctx, corr); err != nil || !ds[wa].Delivered || !ds[wb].Delivered || ds[wb].Attempts != 4 {
+			t.Errorf("deliveries after a retry: %+v, %v", ds, err)
+		}
+		// Within the retention nothing is pruned.
+		if n, err := st.PruneDeliveries(ctx, 30*24*time.Hour, 100); err != nil || n != 0 {
+			t.Errorf("pruning a run of an hour ago: %d rows, %v; want none", n, err)
+		}
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/services/ledger"
 )
 
 // Client of the prsaga HTTP API.
@@ -90,16 +91,12 @@ type List struct {
 
 // Merge asks the ledger to publish a requested event.
 func (c *Client) Merge(ctx context.Context, r contracts.Request) (Accepted, error) {
-	var out Accepted
-	err := c.do(ctx, http.MethodPost, "/api/v1/merge-requests", r, &out)
-	return out, err
+	return call[Accepted](ctx, c, http.MethodPost, "/api/v1/merge-requests", r)
 }
 
 // Saga returns one saga with its transitions.
 func (c *Client) Saga(ctx context.Context, prID string) (Saga, error) {
-	var out Saga
-	err := c.do(ctx, http.MethodGet, "/api/v1/sagas/"+url.PathEscape(prID), nil, &out)
-	return out, err
+	return call[Saga](ctx, c, http.MethodGet, "/api/v1/sagas/"+url.PathEscape(prID), nil)
 }
 
 // Filter selects sagas to list.
@@ -133,9 +130,7 @@ func (c *Client) ListFiltered(ctx context.Context, f Filter) (List, error) {
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out List
-	err := c.do(ctx, http.MethodGet, "/api/v1/sagas?"+q.Encode(), nil, &out)
-	return out, err
+	return call[List](ctx, c, http.MethodGet, "/api/v1/sagas?"+q.Encode(), nil)
 }
 
 // RetryOptions are the switches of a retry.
@@ -199,9 +194,7 @@ type Run struct {
 
 // Run returns the ledger's transitions and events of a saga run.
 func (c *Client) Run(ctx context.Context, correlationID string) (Run, error) {
-	var out Run
-	err := c.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(correlationID), nil, &out)
-	return out, err
+	return call[Run](ctx, c, http.MethodGet, "/api/v1/runs/"+url.PathEscape(correlationID), nil)
 }
 
 // PostStatus records a commit status (what a CI system does).
@@ -233,6 +226,13 @@ func (c *Client) Wait(ctx context.Context, prID, correlationID string) (Saga, er
 		case <-t.C:
 		}
 	}
+}
+
+// call does a request whose answer is a T.
+func call[T any](ctx context.Context, c *Client, method, path string, in any) (T, error) {
+	var out T
+	err := c.do(ctx, method, path, in, &out)
+	return out, err
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
@@ -311,47 +311,25 @@ type BulkJob struct {
 	DryRun  bool   `json:"dry_run,omitempty"`
 }
 
-// BulkItem is what a bulk retry did with one saga.
-type BulkItem struct {
-	PRID      string `json:"pr_id"`
-	Step      string `json:"step"`
-	Attempt   int    `json:"attempt"`
-	LastError string `json:"last_error"`
-	Outcome   string `json:"outcome"`
-	Why       string `json:"why,omitempty"`
-}
-
-// BulkReport is a bulk retry's progress and, once Finished, its summary.
-type BulkReport struct {
-	Matched   int        `json:"matched"`
-	Done      int        `json:"done"`
-	Replayed  int        `json:"replayed"`
-	Skipped   int        `json:"skipped"`
-	Refused   int        `json:"refused"`
-	Errors    int        `json:"errors"`
-	DryRun    bool       `json:"dry_run,omitempty"`
-	Finished  bool       `json:"finished"`
-	Cancelled bool       `json:"cancelled,omitempty"`
-	Items     []BulkItem `json:"items"`
-}
+// BulkItem is what a bulk retry did with one saga, and BulkReport its
+// progress and, once Finished, its summary: the ledger's own types, which
+// are the JSON the API answers with.
+type (
+	BulkItem   = ledger.BulkItem
+	BulkReport = ledger.BulkReport
+)
 
 // StartBulkRetry starts a bulk retry of the failed sagas r selects.
 func (c *Client) StartBulkRetry(ctx context.Context, r BulkRetry) (BulkJob, error) {
-	var out BulkJob
-	err := c.do(ctx, http.MethodPost, "/api/v1/retries", r, &out)
-	return out, err
+	return call[BulkJob](ctx, c, http.MethodPost, "/api/v1/retries", r)
 }
 
 // BulkRetryStatus reports a bulk retry's progress.
 func (c *Client) BulkRetryStatus(ctx context.Context, id string) (BulkReport, error) {
-	var out BulkReport
-	err := c.do(ctx, http.MethodGet, "/api/v1/retries/"+url.PathEscape(id), nil, &out)
-	return out, err
+	return call[BulkReport](ctx, c, http.MethodGet, "/api/v1/retries/"+url.PathEscape(id), nil)
 }
 
 // CancelBulkRetry stops a bulk retry after the saga in progress.
 func (c *Client) CancelBulkRetry(ctx context.Context, id string) (BulkReport, error) {
-	var out BulkReport
-	err := c.do(ctx, http.MethodDelete, "/api/v1/retries/"+url.PathEscape(id), nil, &out)
-	return out, err
+	return call[BulkReport](ctx, c, http.MethodDelete, "/api/v1/retries/"+url.PathEscape(id), nil)
 }
