@@ -65,6 +65,14 @@ type Tx interface {
 	TxOutbox
 }
 
+// FirstReader is a Tx that reads what Project looks at first in one
+// query: whether saga_event holds the event, and the PR's row (as Saga
+// reads it). An adapter that implements it saves the projection a
+// statement per event; Project falls back to EventRecorded then Saga.
+type FirstReader interface {
+	EventAndSaga(eventID, prID string) (recorded bool, row contracts.Row, err error)
+}
+
 // TxOutbox is the part of Tx that the platform's transaction (store.Tx)
 // provides as it is: an adapter's Tx embeds the transaction for it.
 type TxOutbox interface {

@@ -57,17 +57,13 @@ type Result struct {
 // read: roll back and handle the event again.
 func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, log *slog.Logger) (Result, error) {
 	id := env.Event.ID()
-	seen, err := tx.EventRecorded(id)
+	prID := env.Req().PRID
+	seen, row, err := readFirst(tx, id, prID)
 	if err != nil {
 		return Result{}, err
 	}
 	if seen {
 		return Result{Duplicate: true}, nil
-	}
-	prID := env.Req().PRID
-	row, err := tx.Saga(prID)
-	if err != nil {
-		return Result{}, err
 	}
 	in := contracts.IncomingOf(env)
 	now := p.now()
@@ -139,6 +135,19 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 	logTransitions(ctx, tx, log, next, ts)
 	observe(tx, p.Metrics, env, row, next, ts, now)
 	return Result{Status: StatusApplied, Reason: rec.Reason, Row: next, Transitions: ts}, nil
+}
+
+// readFirst reads whether the event is recorded and, unless it is, the
+// PR's row: in one query when tx can (FirstReader).
+func readFirst(tx Tx, eventID, prID string) (recorded bool, row contracts.Row, err error) {
+	if fr, ok := tx.(FirstReader); ok {
+		return fr.EventAndSaga(eventID, prID)
+	}
+	if recorded, err = tx.EventRecorded(eventID); err != nil || recorded {
+		return recorded, contracts.Row{}, err
+	}
+	row, err = tx.Saga(prID)
+	return false, row, err
 }
 
 func (p *Projector) now() time.Time {

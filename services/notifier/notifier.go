@@ -89,15 +89,20 @@ func (n *Notifier) OnMerged(ctx context.Context, env contracts.Envelope, log *sl
 	if err != nil {
 		return nil, err
 	}
-	done, err := n.Store.Deliveries(ctx, corr)
-	if err != nil {
-		return nil, err
+	// A repository without watchers (most of them) has nothing to look up
+	// or send: its deliveries and the body are read only for watchers.
+	done := map[string]Delivery{}
+	var outcomes []outcome
+	if len(watchers) > 0 {
+		if done, err = n.Store.Deliveries(ctx, corr); err != nil {
+			return nil, err
+		}
+		body, err := webhookBody(env.Event)
+		if err != nil {
+			return nil, err
+		}
+		outcomes = n.deliver(ctx, watchers, done, corr, body)
 	}
-	body, err := webhookBody(env.Event)
-	if err != nil {
-		return nil, err
-	}
-	outcomes := n.deliver(ctx, watchers, done, corr, body)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -20,12 +20,14 @@ import (
 
 // store is a fake notifier.Store.
 type store struct {
-	watchers []notifier.Watcher
-	done     map[string]notifier.Delivery
+	watchers      []notifier.Watcher
+	done          map[string]notifier.Delivery
+	deliveryReads atomic.Int32
 }
 
 func (s *store) Watchers(context.Context, string) ([]notifier.Watcher, error) { return s.watchers, nil }
 func (s *store) Deliveries(context.Context, string) (map[string]notifier.Delivery, error) {
+	s.deliveryReads.Add(1)
 	return s.done, nil
 }
 func (s *store) Bind(tx pstore.Tx) (notifier.Tx, error) { return storeTx{tx}, nil }
@@ -120,5 +122,38 @@ func TestOnMergedSendsOnlyWhatIsMissing(t *testing.T) {
 	if !strings.Contains(f.Reason, "2 of 3") || !strings.Contains(f.Reason, "not attempted") ||
 		!strings.Contains(f.Reason, "retry budget of 50ms is spent") || strings.Contains(f.Reason, "w1 (") {
 		t.Errorf("reason %q: want w2 and w3 failed (one not attempted), the budget named, w1 not listed", f.Reason)
+	}
+}
+
+// A repository without watchers is answered notified with no deliveries,
+// without reading the run's delivery rows (nothing to look up) and without
+// sending anything.
+func TestOnMergedWithoutWatchersReadsNoDeliveries(t *testing.T) {
+	st := &store{}
+	n := &notifier.Notifier{
+		Store: st,
+		Sender: sender(func(context.Context, string) (int, error) {
+			t.Error("sent to a watcher of a repository without watchers")
+			return 1, nil
+		}),
+	}
+	commit, err := n.OnMerged(t.Context(), merged(t), discard)
+	if err != nil || commit == nil {
+		t.Fatalf("OnMerged = %v; want an answer", err)
+	}
+	if got := st.deliveryReads.Load(); got != 0 {
+		t.Errorf("read the run's deliveries %d times; want 0", got)
+	}
+	db := sqlitetest.Open(t)
+	if err := db.Update(t.Context(), func(tx pstore.Tx) error { return commit(tx) }); err != nil {
+		t.Fatal(err)
+	}
+	evs := emitted.Read(t, db)
+	if len(evs) != 1 {
+		t.Fatalf("outbox: %d rows, want 1", len(evs))
+	}
+	var nt contracts.Notified
+	if err := contracts.Decode(evs[0].Env.Event, &nt); err != nil || evs[0].Env.Event.Type() != contracts.TypeNotified || len(nt.Deliveries) != 0 {
+		t.Errorf("answer %s %+v, %v; want notified with no deliveries", evs[0].Env.Event.Type(), nt, err)
 	}
 }

@@ -74,7 +74,12 @@ func (v *Validator) OnMergeRequested(ctx context.Context, env contracts.Envelope
 func (v *Validator) readHeads(f *Facts) error {
 	r := f.Request
 	var err error
-	if f.SourceHead, err = v.Heads.Head(r.Repo, r.SourceBranch); err == nil {
+	if bh, ok := v.Heads.(BranchHeads); ok {
+		var shas []string
+		if shas, err = bh.HeadsOf(r.Repo, r.SourceBranch, r.TargetBranch); err == nil {
+			f.SourceHead, f.TargetHead = shas[0], shas[1]
+		}
+	} else if f.SourceHead, err = v.Heads.Head(r.Repo, r.SourceBranch); err == nil {
 		f.TargetHead, err = v.Heads.Head(r.Repo, r.TargetBranch)
 	}
 	if errors.Is(err, ErrNotFound) {

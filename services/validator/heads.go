@@ -16,3 +16,12 @@ var ErrNotFound = errors.New("not found")
 type Heads interface {
 	Head(repo, branch string) (sha string, err error)
 }
+
+// BranchHeads is a Heads that reads several branches of one repository in
+// one call: the repository is looked up and opened once, not once per
+// branch (the validator reads two heads per request). HeadsOf answers
+// what Head would for each branch in turn, stopping at the first error.
+type BranchHeads interface {
+	Heads
+	HeadsOf(repo string, branches ...string) (shas []string, err error)
+}

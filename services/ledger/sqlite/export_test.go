@@ -8,3 +8,6 @@ const RecentTransitionsQuery = recentTransitionsQuery
 
 // StateCountsQuery is the counts' query, for the plan test.
 const StateCountsQuery = stateCountsQuery
+
+// EventAndSagaQuery is the projection's first read, for the plan test.
+const EventAndSagaQuery = eventAndSagaQuery

@@ -57,6 +57,49 @@ func (t *Tx) Saga(prID string) (contracts.Row, error) {
 	return r, nil
 }
 
+// eventAndSagaQuery is EventRecorded, Saga and the number of the PR's last
+// transition in one statement: one row always, the saga's columns NULL
+// when the PR has none (three seeks on primary keys).
+const eventAndSagaQuery = `SELECT EXISTS (SELECT 1 FROM saga_event WHERE event_id = ?),
+	(SELECT coalesce(max(seq), 0) FROM saga_transition WHERE pr_id = ?),
+	s.pr_id IS NOT NULL,
+	coalesce(s.pr_id, ''), coalesce(s.repo, ''), coalesce(s.correlation_id, ''), coalesce(s.state, ''),
+	coalesce(s.failed_step, ''), coalesce(s.last_error, ''), coalesce(s.timed_out, 0), coalesce(s.attempts, 0),
+	coalesce(s.merge_sha, ''), coalesce(s.merged, 0), coalesce(s.version, 0), coalesce(s.created_at, 0),
+	coalesce(s.updated_at, 0)
+	FROM (SELECT 1) LEFT JOIN pr_saga AS s ON s.pr_id = ?`
+
+var _ ledger.FirstReader = (*Tx)(nil)
+
+// EventAndSaga reads whether saga_event holds the event and the PR's row
+// (Exists false when there is none) in one query, and keeps the number of
+// the PR's last transition for AddTransitions, whether or not the row
+// exists.
+func (t *Tx) EventAndSaga(eventID, prID string) (bool, contracts.Row, error) {
+	var recorded, exists bool
+	var last int64
+	var r contracts.Row
+	var state, failed string
+	var created, updated int64
+	err := t.tx.QueryRowContext(t.tx.Context(), eventAndSagaQuery, eventID, prID, prID).Scan(&recorded, &last, &exists,
+		&r.PRID, &r.Repo, &r.CorrelationID, &state, &failed, &r.LastError, &r.TimedOut,
+		&r.Attempts, &r.MergeSHA, &r.Merged, &r.Version, &created, &updated)
+	if err != nil {
+		return false, contracts.Row{}, fmt.Errorf("read event %s and saga %s: %w", eventID, prID, err)
+	}
+	if t.lastSeq == nil {
+		t.lastSeq = map[string]int64{}
+	}
+	t.lastSeq[prID] = last
+	if !exists {
+		return recorded, contracts.Row{}, nil
+	}
+	r.Exists = true
+	r.State, r.FailedStep = contracts.State(state), contracts.State(failed)
+	r.CreatedAt, r.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return recorded, r, nil
+}
+
 // EventRecorded reports whether saga_event holds the event.
 func (t *Tx) EventRecorded(eventID string) (bool, error) {
 	var n int

@@ -19,7 +19,7 @@ type Heads struct {
 	repos repopath.Root
 }
 
-var _ validator.Heads = (*Heads)(nil)
+var _ validator.BranchHeads = (*Heads)(nil)
 
 // New returns a reader of the repositories under reposDir. The directory
 // need not exist yet: until it does, every repository is missing.
@@ -33,37 +33,68 @@ const maxSymrefDepth = 5
 // validator.ErrNotFound. repo and branch are validated again here, since
 // they become paths.
 func (h *Heads) Head(repo, branch string) (string, error) {
-	if err := repopath.Check(repo); err != nil {
-		return "", fmt.Errorf("read head: %w", err)
-	}
-	if err := contracts.ValidateBranch("branch", branch); err != nil {
-		return "", fmt.Errorf("read head: %w", err)
-	}
-	dir, err := h.repos.Resolve(repo)
-	if errors.Is(err, repopath.ErrNotFound) {
-		return "", fmt.Errorf("%w: %w", validator.ErrNotFound, err)
-	}
+	shas, err := h.HeadsOf(repo, branch)
 	if err != nil {
 		return "", err
 	}
-	// The refs are read through an os.Root of the repository: a ref file
-	// that is a link cannot lead out of it either.
+	return shas[0], nil
+}
+
+// HeadsOf returns what Head would for each branch in turn, stopping at the
+// first error, with the repository looked up and opened once.
+func (h *Heads) HeadsOf(repo string, branches ...string) ([]string, error) {
+	if err := repopath.Check(repo); err != nil {
+		return nil, fmt.Errorf("read head: %w", err)
+	}
+	var root *os.Root
+	defer func() {
+		if root != nil {
+			root.Close()
+		}
+	}()
+	shas := make([]string, 0, len(branches))
+	for _, branch := range branches {
+		if err := contracts.ValidateBranch("branch", branch); err != nil {
+			return nil, fmt.Errorf("read head: %w", err)
+		}
+		if root == nil {
+			var err error
+			if root, err = h.open(repo); err != nil {
+				return nil, err
+			}
+		}
+		sha, err := resolve(root.FS(), "refs/heads/"+branch, 0)
+		if errors.Is(err, errNoRef) {
+			return nil, fmt.Errorf("branch %s of repository %s: %w", branch, repo, validator.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("branch %s of repository %s: %w", branch, repo, err)
+		}
+		shas = append(shas, sha)
+	}
+	return shas, nil
+}
+
+// open looks repo up and opens it as an os.Root: the refs are read through
+// it, so a ref file that is a link cannot lead out of the repository
+// either.
+func (h *Heads) open(repo string) (*os.Root, error) {
+	dir, err := h.repos.Resolve(repo)
+	if errors.Is(err, repopath.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", validator.ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, err
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return "", fmt.Errorf("repository %s: %w", repo, err)
+		return nil, fmt.Errorf("repository %s: %w", repo, err)
 	}
-	defer root.Close()
 	if _, err := root.Stat("reftable"); err == nil {
-		return "", fmt.Errorf("repository %s uses the reftable ref format, which is not supported", repo)
+		root.Close()
+		return nil, fmt.Errorf("repository %s uses the reftable ref format, which is not supported", repo)
 	}
-	sha, err := resolve(root.FS(), "refs/heads/"+branch, 0)
-	if errors.Is(err, errNoRef) {
-		return "", fmt.Errorf("branch %s of repository %s: %w", branch, repo, validator.ErrNotFound)
-	}
-	if err != nil {
-		return "", fmt.Errorf("branch %s of repository %s: %w", branch, repo, err)
-	}
-	return sha, nil
+	return root, nil
 }
 
 var errNoRef = errors.New("no such ref")
