@@ -19,6 +19,9 @@ import (
 type Store struct {
 	dir     string // the git directory
 	durable Durability
+	// named: the file system refused a file without a name (O_TMPFILE):
+	// loose objects are written to named temporary files (objects.go).
+	named bool
 
 	st *filesystem.Storage
 	// The repository's view of the shared object cache (cache.go), and
