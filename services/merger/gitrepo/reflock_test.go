@@ -31,6 +31,7 @@ const (
 	envHelperRoot  = "GITREPO_LOCK_HELPER_ROOT"  // the repos dir
 	envHelperMode  = "GITREPO_LOCK_HELPER_MODE"  // "hold", or a crash point of updateRef
 	envHelperMerge = "GITREPO_LOCK_HELPER_MERGE" // source,head of the merge to run
+	envHelperNamed = "GITREPO_LOCK_HELPER_NAMED" // non-empty: named holder files only
 )
 
 // TestLockHelperProcess is not a test: run by startHelper in a child
@@ -54,6 +55,7 @@ func TestLockHelperProcess(t *testing.T) {
 	if err != nil {
 		fail(err)
 	}
+	repo.locks.Named = os.Getenv(envHelperNamed) != ""
 	mode := os.Getenv(envHelperMode)
 	source, head, _ := strings.Cut(os.Getenv(envHelperMerge), ",")
 	if mode == "merge" {
@@ -389,8 +391,11 @@ func TestBreakDeadLockOnce(t *testing.T) {
 
 // TestDeadHoldersFilesAreRemoved: the holder file a merger killed while
 // taking a lock leaves in the work directory (with its other temporary
-// files) is removed when another merger first locks there.
+// files) is removed when another merger first locks there. Only a named
+// holder file (a file system without O_TMPFILE) can be left: the helper
+// is made to use one.
 func TestDeadHoldersFilesAreRemoved(t *testing.T) {
+	t.Setenv(envHelperNamed, "1")
 	f := newFixture(t)
 	_, feature := buildNested(f)
 	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
@@ -461,4 +466,30 @@ func raceToBreak(t *testing.T, repos []*Repo, lock string) int {
 	close(start)
 	wg.Wait()
 	return int(broken.Load())
+}
+
+// TestHolderKilledBeforeLinkLeavesNothing: a merger killed after writing
+// its holder record but before linking it as the lock leaves no file at
+// all where the holder file has no name (O_TMPFILE): the kernel frees it
+// with the process. The next merge takes the lock at once.
+func TestHolderKilledBeforeLinkLeavesNothing(t *testing.T) {
+	f := newFixture(t)
+	main, feature := buildNested(f)
+	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+	h := startHelper(t, f, reflock.CrashHolderWritten, "feature,"+feature)
+	h.killAndReap(t)
+	if left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "*")); len(left) != 0 {
+		t.Errorf("files left in the work directory by a merger killed before linking its lock: %v", left)
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("lock after a crash before linking it: %v; want none", err)
+	}
+	if got := f.rev("main"); got != main {
+		t.Fatalf("main moved to %s", got)
+	}
+	res := f.merge(request("feature", "main", feature, StrategyMerge, 42))
+	if got := f.rev("main"); got != res.MergeSHA || res.AlreadyMerged {
+		t.Errorf("main = %s after the merge %+v", got, res)
+	}
+	f.fsck()
 }

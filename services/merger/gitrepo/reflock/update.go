@@ -3,6 +3,7 @@ package reflock
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -42,11 +43,15 @@ import (
 func (r *Locker) Update(branch string, old, new plumbing.Hash) (err error) {
 	ref := gitobj.LoosePath(r.dir, branch)
 	lockPath := ref + ".lock"
-	// A packed-only ref in a nested namespace may have no directory yet.
-	if err := os.MkdirAll(filepath.Dir(ref), 0o777); err != nil {
-		return fmt.Errorf("lock refs/heads/%s: %w", branch, err)
-	}
 	lock, err := r.Acquire(lockPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A packed-only ref in a nested namespace may have no directory
+		// yet (made on demand: looking it up each time costs a stat).
+		if err := os.MkdirAll(filepath.Dir(ref), 0o777); err != nil {
+			return fmt.Errorf("lock refs/heads/%s: %w", branch, err)
+		}
+		lock, err = r.Acquire(lockPath)
+	}
 	if errors.Is(err, ErrLocked) {
 		broken, berr := r.BreakDead(lockPath)
 		if berr != nil && !errors.Is(berr, ErrLockRaced) {
