@@ -24,13 +24,16 @@ import (
 //
 // The lock appears with its record complete: the record is written to a
 // holder file first, which is then hard-linked as the lock (link(2) is
-// exclusive like O_EXCL). Where the kernel and file system allow, the
-// holder file has no name (O_TMPFILE) — one file created per lock, and a
-// crash before the link leaves nothing; elsewhere it is a named file of
-// the work directory, removed once linked, which a crash can leave behind
-// for the next merger to sweep. Both make the same lock with the same
-// record: mergers of either kind, older ones included, judge and break
-// each other's locks alike.
+// exclusive like O_EXCL). Where the kernel and file system allow (files
+// without a name, O_TMPFILE, and flocks), a Locker writes one holder file
+// and keeps it in the work directory, linking that same file as each lock
+// it takes — no file is created per lock (kept.go says why this is as
+// safe as a fresh one). Otherwise, or when the kept file is busy, the
+// holder file is fresh: without a name where possible (a crash before the
+// link leaves nothing), else a named file of the work directory, removed
+// once linked, which a crash can leave behind for the next merger to sweep.
+// Every way makes the same lock with the same record: mergers of any
+// kind, older ones included, judge and break each other's locks alike.
 //
 // The holder keeps an flock on its lock for as long as it holds it
 // (liveness.go). A lock whose record names a dead holder — its flock gone,
@@ -59,6 +62,12 @@ type Locker struct {
 	// name (O_TMPFILE) are supported: set where those are refused, and by
 	// tests of the named path.
 	Named bool
+	// kept is this Locker's kept holder file, "" before it is written
+	// (kept.go), keptRecord its content; noKeep: no kept file here
+	// (no files without a name, or no flocks).
+	kept       string
+	keptRecord []byte
+	noKeep     bool
 	// Crash is Update's crash seam for tests (see Update); nil in production.
 	Crash func(point string) error
 }
@@ -81,13 +90,13 @@ type Lock struct {
 }
 
 // Acquire creates lock holding this process's record, atomically with
-// its content and its flock: a holder file is created in the work
-// directory, flocked, written, and hard-linked to the lock's name — link(2)
-// fails if the name exists. The holder file has no name where the kernel
-// and file system allow (O_TMPFILE: one file created, nothing left behind
-// by a crash before the link); else it is named, and its name removed once
-// linked. No crash can leave a lock without its record or one whose record
-// claims a flock never taken. Where hard links are not supported it falls
+// its content and its flock: a holder file of the work directory —
+// the Locker's kept one (kept.go), else a fresh one — is flocked, written,
+// and hard-linked to the lock's name; link(2) fails if the name exists.
+// A fresh holder file has no name where the kernel and file system allow
+// (O_TMPFILE: nothing left behind by a crash before the link); else it is
+// named, and its name removed once linked. No crash can leave a lock
+// without its record or one whose record claims a flock never taken. Where hard links are not supported it falls
 // back to O_EXCL and a write. ErrLocked if the lock exists.
 func (r *Locker) Acquire(lock string) (*Lock, error) {
 	self, _ := me()
@@ -98,6 +107,15 @@ func (r *Locker) Acquire(lock string) (*Lock, error) {
 		}
 		r.swept = true
 		removeDeadHolders(dir)
+	}
+	if !r.Named && !r.noKeep {
+		l, err := r.keepLock(dir, lock, self)
+		switch {
+		case errors.Is(err, gitobj.ErrNoUnnamed):
+			r.noKeep = true // never ask again
+		case !errors.Is(err, errKeepBusy):
+			return l, err
+		}
 	}
 	if !r.Named {
 		l, err := r.acquireUnnamed(dir, lock, self)
@@ -220,14 +238,19 @@ func removeDeadHolders(dir string) {
 		return
 	}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "holder-") {
+		kept := strings.HasPrefix(e.Name(), "keep-")
+		if !kept && !strings.HasPrefix(e.Name(), "holder-") {
 			continue
 		}
 		f, _, h, ok := openRecord(filepath.Join(dir, e.Name()))
 		if f == nil {
 			continue
 		}
-		if ok && judgeLock(h, f) == holderDead {
+		switch {
+		case !ok || judgeLock(h, f) != holderDead:
+		case kept:
+			removeKept(dir, e.Name(), f, h)
+		default:
 			removeLitter(dir, h)
 		}
 		_ = f.Close()
@@ -376,7 +399,7 @@ func removeLitter(dir string, dead holder) {
 		return
 	}
 	for _, e := range entries {
-		for _, kind := range []string{"holder", "ref", "broken"} {
+		for _, kind := range []string{"holder", "keep", "ref", "broken"} {
 			if strings.HasPrefix(e.Name(), tempPrefix(kind, dead)) {
 				_ = os.Remove(filepath.Join(dir, e.Name()))
 			}
