@@ -140,4 +140,3 @@ func removeKept(dir, name string, f *os.File, h holder) {
 		}
 	}
 }
-
