@@ -100,6 +100,11 @@ func (r *Store) Commit(h plumbing.Hash) (*object.Commit, error) {
 	return c, nil
 }
 
+// CachedCommit is a commit from the cache of parsed commits, never read:
+// walks over whole histories read the rest with ReadCommit, so as not to
+// flush the cache, but take what is there (the commits a merge just read).
+func (r *Store) CachedCommit(h plumbing.Hash) (*object.Commit, bool) { return r.objects.commit(h) }
+
 // KeepCommit puts a commit just made into the cache of parsed commits.
 func (r *Store) KeepCommit(c *object.Commit) { r.objects.putCommit(c.Hash, c) }
 

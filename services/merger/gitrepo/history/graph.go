@@ -133,8 +133,10 @@ func (r *History) ensureGraph(ctx context.Context, hs ...plumbing.Hash) error {
 				return ErrGraphTooLarge
 			}
 			var err error
-			if c, err = r.s.ReadCommit(top); err != nil {
-				return err
+			if c, ok = r.s.CachedCommit(top); !ok {
+				if c, err = r.s.ReadCommit(top); err != nil {
+					return err
+				}
 			}
 			pending[top] = c
 		}

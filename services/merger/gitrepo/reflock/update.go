@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -95,7 +96,9 @@ func (r *Locker) Update(branch string, old, new plumbing.Hash) (err error) {
 		locked, tmp = false, "" // a crashed process cleans nothing up
 		return err
 	}
-	if err := os.Rename(tmp, ref); err != nil {
+	// rename(2) itself: os.Rename first stats the target (a directory
+	// there would fail the rename anyway).
+	if err := syscall.Rename(tmp, ref); err != nil {
 		return fmt.Errorf("commit refs/heads/%s: %w", branch, err)
 	}
 	tmp = "" // it is the ref now
