@@ -15,6 +15,7 @@ require (
 	github.com/prsaga/prsaga/contracts v0.0.0-00010101000000-000000000000
 	github.com/prsaga/prsaga/platform v0.0.0-00010101000000-000000000000
 	github.com/ydb-platform/ydb-go-sdk/v3 v3.157.0
+	golang.org/x/sys v0.49.0
 )
 
 require (
@@ -78,7 +79,6 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect

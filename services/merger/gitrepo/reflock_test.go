@@ -31,6 +31,7 @@ const (
 	envHelperRoot  = "GITREPO_LOCK_HELPER_ROOT"  // the repos dir
 	envHelperMode  = "GITREPO_LOCK_HELPER_MODE"  // "hold", or a crash point of updateRef
 	envHelperMerge = "GITREPO_LOCK_HELPER_MERGE" // source,head of the merge to run
+	envHelperNamed = "GITREPO_LOCK_HELPER_NAMED" // non-empty: named holder files only
 )
 
 // TestLockHelperProcess is not a test: run by startHelper in a child
@@ -54,6 +55,7 @@ func TestLockHelperProcess(t *testing.T) {
 	if err != nil {
 		fail(err)
 	}
+	repo.locks.Named = os.Getenv(envHelperNamed) != ""
 	mode := os.Getenv(envHelperMode)
 	source, head, _ := strings.Cut(os.Getenv(envHelperMerge), ",")
 	if mode == "merge" {
@@ -389,8 +391,11 @@ func TestBreakDeadLockOnce(t *testing.T) {
 
 // TestDeadHoldersFilesAreRemoved: the holder file a merger killed while
 // taking a lock leaves in the work directory (with its other temporary
-// files) is removed when another merger first locks there.
+// files) is removed when another merger first locks there. Only a named
+// holder file (a file system without O_TMPFILE) can be left: the helper
+// is made to use one.
 func TestDeadHoldersFilesAreRemoved(t *testing.T) {
+	t.Setenv(envHelperNamed, "1")
 	f := newFixture(t)
 	_, feature := buildNested(f)
 	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
@@ -461,4 +466,150 @@ func raceToBreak(t *testing.T, repos []*Repo, lock string) int {
 	close(start)
 	wg.Wait()
 	return int(broken.Load())
+}
+
+// TestHolderKilledBeforeLinkLeavesNoLock: a merger killed after writing
+// its holder record but before linking it as the lock leaves no lock, and
+// its holder file (kept for its next locks, kept.go) is removed by the next
+// merger to lock there, which takes the lock at once.
+func TestHolderKilledBeforeLinkLeavesNoLock(t *testing.T) {
+	f := newFixture(t)
+	main, feature := buildNested(f)
+	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+	h := startHelper(t, f, reflock.CrashHolderWritten, "feature,"+feature)
+	left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "*"))
+	if len(left) != 1 {
+		t.Fatalf("the killed holder's files: %v, want its holder file alone", left)
+	}
+	dead, _ := readLockRecord(t, left[0])
+	h.killAndReap(t)
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("lock after a crash before linking it: %v; want none", err)
+	}
+	if got := f.rev("main"); got != main {
+		t.Fatalf("main moved to %s", got)
+	}
+	res := f.merge(request("feature", "main", feature, StrategyMerge, 42))
+	if got := f.rev("main"); got != res.MergeSHA || res.AlreadyMerged {
+		t.Errorf("main = %s after the merge %+v", got, res)
+	}
+	if left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "*-"+dead.Proc+"-*")); len(left) != 0 {
+		t.Errorf("the killed holder's files are left: %v", left)
+	}
+	f.fsck()
+}
+
+// TestKeptHolderFileIsTheLock: a merger links one holder file of its own,
+// written once, as each lock it takes (no file created per lock); the lock
+// is that file while held, and a live holder's kept file is never swept.
+func TestKeptHolderFileIsTheLock(t *testing.T) {
+	f := newFixture(t)
+	buildNested(f)
+	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+	h := startHelper(t, f, "hold", "")
+	rec, _ := readLockRecord(t, lock)
+	kept, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "keep-"+rec.Proc+"-*"))
+	if len(kept) != 1 {
+		t.Fatalf("the holder's kept files: %v, want one", kept)
+	}
+	a, errA := os.Stat(lock)
+	b, errB := os.Stat(kept[0])
+	if errA != nil || errB != nil || !os.SameFile(a, b) {
+		t.Fatalf("the lock is not the holder's kept file (%v, %v)", errA, errB)
+	}
+	// Another merger's sweep (its first lock there) leaves a live holder's
+	// kept file alone; the branch is busy, the lock untouched.
+	other := separateRepos(t, f, 1)[0]
+	other.retry = shortRetry
+	feature := branchWithFile(f, "feature2", "k.txt")
+	if _, err := other.Merge(context.Background(), request("feature2", "main", feature, StrategyMerge, 7)); !errors.Is(err, ErrTargetBusy) {
+		t.Fatalf("Merge under a live lock = %v, want ErrTargetBusy", err)
+	}
+	if _, err := os.Stat(kept[0]); err != nil {
+		t.Fatalf("a live holder's kept file was swept: %v", err)
+	}
+	_ = h.stdin.Close() // the helper releases the lock and exits
+	if err := h.cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("lock after its release: %v", err)
+	}
+
+	// In this process: merges in a row use one kept file, written by the
+	// first.
+	self, _ := reflock.Self()
+	var after []string
+	for i := range 3 {
+		head := branchWithFile(f, fmt.Sprintf("row%d", i), fmt.Sprintf("row%d.txt", i))
+		f.merge(request(fmt.Sprintf("row%d", i), "main", head, StrategyMerge, 50+i))
+		mine, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "keep-"+self.Proc+"-*"))
+		if i > 0 && fmt.Sprint(mine) != fmt.Sprint(after) {
+			t.Errorf("kept files of this process after merge %d: %v, after the first %v; want no new one", i+1, mine, after)
+		}
+		after = mine
+	}
+	f.fsck()
+}
+
+// TestKeptHolderFileGoneOrBusy: a kept holder file removed between two
+// locks (a sweeper of another pid namespace, an operator) is written
+// again; one whose flock is held by someone judging it (a breaker) is not
+// linked as the lock — a fresh holder file is — so that what the breaker
+// judged free never becomes a live lock under it.
+func TestKeptHolderFileGoneOrBusy(t *testing.T) {
+	f := newFixture(t)
+	buildNested(f)
+	self, _ := reflock.Self()
+	keptFiles := func() []string {
+		m, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "keep-"+self.Proc+"-*"))
+		return m
+	}
+	f.merge(request("g1", "main", branchWithFile(f, "g1", "g1.txt"), StrategyMerge, 1))
+	first := keptFiles()
+	if len(first) != 1 {
+		t.Fatalf("kept files: %v, want one", first)
+	}
+	if err := os.Remove(first[0]); err != nil {
+		t.Fatal(err)
+	}
+	f.merge(request("g2", "main", branchWithFile(f, "g2", "g2.txt"), StrategyMerge, 2))
+	second := keptFiles()
+	if len(second) != 1 || second[0] == first[0] {
+		t.Fatalf("kept files after the first was removed: %v (first %s), want a new one", second, first[0])
+	}
+
+	judge, err := os.Open(second[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer judge.Close()
+	if err := syscall.Flock(int(judge.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+	var linkedKept bool
+	f.repo.hooks.refCrash = func(point string) error {
+		if point == reflock.CrashLockWritten {
+			a, errA := os.Stat(lock)
+			b, errB := judge.Stat()
+			linkedKept = errA == nil && errB == nil && os.SameFile(a, b)
+		}
+		return nil
+	}
+	res := f.merge(request("g3", "main", branchWithFile(f, "g3", "g3.txt"), StrategyMerge, 3))
+	f.repo.hooks.refCrash = nil
+	if linkedKept {
+		t.Error("the kept file was linked as the lock while another held a shared flock on it")
+	}
+	if got := f.rev("main"); got != res.MergeSHA {
+		t.Errorf("main = %s, want %s", got, res.MergeSHA)
+	}
+	f.fsck()
+}
+
+// branchWithFile makes branch at main's head plus one commit adding name.
+func branchWithFile(f *fixture, branch, name string) string {
+	f.git("", "update-ref", "refs/heads/"+branch, f.rev("main"))
+	return f.pushCommit(branch, name)
 }

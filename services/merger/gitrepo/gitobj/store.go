@@ -19,6 +19,9 @@ import (
 type Store struct {
 	dir     string // the git directory
 	durable Durability
+	// named: the file system refused a file without a name (O_TMPFILE):
+	// loose objects are written to named temporary files (objects.go).
+	named bool
 
 	st *filesystem.Storage
 	// The repository's view of the shared object cache (cache.go), and
@@ -96,6 +99,11 @@ func (r *Store) Commit(h plumbing.Hash) (*object.Commit, error) {
 	r.objects.putCommit(h, c)
 	return c, nil
 }
+
+// CachedCommit is a commit from the cache of parsed commits, never read:
+// walks over whole histories read the rest with ReadCommit, so as not to
+// flush the cache, but take what is there (the commits a merge just read).
+func (r *Store) CachedCommit(h plumbing.Hash) (*object.Commit, bool) { return r.objects.commit(h) }
 
 // KeepCommit puts a commit just made into the cache of parsed commits.
 func (r *Store) KeepCommit(c *object.Commit) { r.objects.putCommit(c.Hash, c) }

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -134,8 +133,10 @@ func (r *History) ensureGraph(ctx context.Context, hs ...plumbing.Hash) error {
 				return ErrGraphTooLarge
 			}
 			var err error
-			if c, err = r.s.ReadCommit(top); err != nil {
-				return err
+			if c, ok = r.s.CachedCommit(top); !ok {
+				if c, err = r.s.ReadCommit(top); err != nil {
+					return err
+				}
 			}
 			pending[top] = c
 		}
@@ -221,13 +222,13 @@ const (
 // paintDownToCommon: a and b are different commits of the graph.
 func (g *commitGraph) paintDownToCommon(a, b plumbing.Hash) []plumbing.Hash {
 	marks := map[plumbing.Hash]uint8{a: fromA, b: fromB}
-	q := &genQueue{g: g}
-	heap.Push(q, a)
-	heap.Push(q, b)
+	var q genQueue
+	q.push(a, g.nodes[a].gen)
+	q.push(b, g.nodes[b].gen)
 	live := 2 // queued commits not marked belowCommon
 	var found []plumbing.Hash
 	for live > 0 {
-		c := heap.Pop(q).(plumbing.Hash)
+		c := q.pop()
 		m := marks[c]
 		if m&belowCommon == 0 {
 			live--
@@ -245,7 +246,7 @@ func (g *commitGraph) paintDownToCommon(a, b plumbing.Hash) []plumbing.Hash {
 			marks[p] = now
 			switch {
 			case old == 0: // not queued yet; its generation is below c's, so not taken yet either
-				heap.Push(q, p)
+				q.push(p, g.nodes[p].gen)
 				if now&belowCommon == 0 {
 					live++
 				}
@@ -257,24 +258,58 @@ func (g *commitGraph) paintDownToCommon(a, b plumbing.Hash) []plumbing.Hash {
 	return found
 }
 
-// genQueue is a max-heap of commits by generation, then hash.
-type genQueue struct {
-	g  *commitGraph
-	hs []plumbing.Hash
+// genQueue is a max-heap of commits by generation, then hash. Each entry
+// carries its generation (a graph lookup per comparison cost a tenth of a
+// merge-base walk over 1,000 commits) and the heap is typed (container/heap
+// boxes every hash pushed).
+type genQueue []genItem
+
+type genItem struct {
+	gen uint32
+	h   plumbing.Hash
 }
 
-func (q *genQueue) Len() int { return len(q.hs) }
-func (q *genQueue) Less(i, j int) bool {
-	gi, gj := q.g.nodes[q.hs[i]].gen, q.g.nodes[q.hs[j]].gen
-	if gi != gj {
-		return gi > gj
+// before: x is taken before y.
+func (x genItem) before(y genItem) bool {
+	if x.gen != y.gen {
+		return x.gen > y.gen
 	}
-	return string(q.hs[i][:]) > string(q.hs[j][:])
+	return string(x.h[:]) > string(y.h[:])
 }
-func (q *genQueue) Swap(i, j int) { q.hs[i], q.hs[j] = q.hs[j], q.hs[i] }
-func (q *genQueue) Push(x any)    { q.hs = append(q.hs, x.(plumbing.Hash)) }
-func (q *genQueue) Pop() any {
-	h := q.hs[len(q.hs)-1]
-	q.hs = q.hs[:len(q.hs)-1]
-	return h
+
+func (q *genQueue) push(h plumbing.Hash, gen uint32) {
+	*q = append(*q, genItem{gen: gen, h: h})
+	s := *q
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !s[i].before(s[parent]) {
+			break
+		}
+		s[i], s[parent] = s[parent], s[i]
+		i = parent
+	}
+}
+
+func (q *genQueue) pop() plumbing.Hash {
+	s := *q
+	top := s[0].h
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		first, l, r := i, 2*i+1, 2*i+2
+		if l < len(s) && s[l].before(s[first]) {
+			first = l
+		}
+		if r < len(s) && s[r].before(s[first]) {
+			first = r
+		}
+		if first == i {
+			break
+		}
+		s[i], s[first] = s[first], s[i]
+		i = first
+	}
+	*q = s
+	return top
 }

@@ -1,6 +1,7 @@
 // Package reflock moves a branch under git's own ref lock
 // (refs/heads/<b>.lock), crash-safely (update.go): the lock names the
-// merger holding it (lockholder.go) and carries its flock (liveness.go),
+// merger holding it (lockholder.go) and carries its flock (liveness.go;
+// the holder file linked as the lock is kept from lock to lock: kept.go),
 // so that a lock left by a killed merger is broken by the next one while
 // git's locks and live writers' are respected (reflock.go).
 package reflock

@@ -22,6 +22,19 @@ import (
 // renamed over the ref while the lock is held. git and other writers only
 // care that the lock exists; nobody but the holder reads it.
 //
+// The lock appears with its record complete: the record is written to a
+// holder file first, which is then hard-linked as the lock (link(2) is
+// exclusive like O_EXCL). Where the kernel and file system allow (files
+// without a name, O_TMPFILE, and flocks), a Locker writes one holder file
+// and keeps it in the work directory, linking that same file as each lock
+// it takes — no file is created per lock (kept.go says why this is as
+// safe as a fresh one). Otherwise, or when the kept file is busy, the
+// holder file is fresh: without a name where possible (a crash before the
+// link leaves nothing), else a named file of the work directory, removed
+// once linked, which a crash can leave behind for the next merger to sweep.
+// Every way makes the same lock with the same record: mergers of any
+// kind, older ones included, judge and break each other's locks alike.
+//
 // The holder keeps an flock on its lock for as long as it holds it
 // (liveness.go). A lock whose record names a dead holder — its flock gone,
 // or, for records without one, a dead process of this machine and pid
@@ -45,6 +58,16 @@ type Locker struct {
 	dir     string // the git directory
 	durable gitobj.Durability
 	swept   bool // dead mergers' files were removed from the work directory
+	// Named makes holder files named ones even where files without a
+	// name (O_TMPFILE) are supported: set where those are refused, and by
+	// tests of the named path.
+	Named bool
+	// kept is this Locker's kept holder file, "" before it is written
+	// (kept.go), keptRecord its content; noKeep: no kept file here
+	// (no files without a name, or no flocks).
+	kept       string
+	keptRecord []byte
+	noKeep     bool
 	// Crash is Update's crash seam for tests (see Update); nil in production.
 	Crash func(point string) error
 }
@@ -67,21 +90,42 @@ type Lock struct {
 }
 
 // Acquire creates lock holding this process's record, atomically with
-// its content and its flock: a holder file is created in the work
-// directory, flocked, written, and hard-linked to the lock's name — link(2)
-// fails if the name exists — then its own name is removed. No crash can
-// leave a lock without its record or one whose record claims a flock never
-// taken. Where hard links are not supported it falls back to O_EXCL and a
-// write. ErrLocked if the lock exists.
+// its content and its flock: a holder file of the work directory —
+// the Locker's kept one (kept.go), else a fresh one — is flocked, written,
+// and hard-linked to the lock's name; link(2) fails if the name exists.
+// A fresh holder file has no name where the kernel and file system allow
+// (O_TMPFILE: nothing left behind by a crash before the link); else it is
+// named, and its name removed once linked. No crash can leave a lock
+// without its record or one whose record claims a flock never taken. Where hard links are not supported it falls
+// back to O_EXCL and a write. ErrLocked if the lock exists.
 func (r *Locker) Acquire(lock string) (*Lock, error) {
 	self, _ := me()
 	dir := filepath.Join(r.dir, WorkDir)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", lock, err)
-	}
 	if !r.swept {
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return nil, fmt.Errorf("lock %s: %w", lock, err)
+		}
 		r.swept = true
 		removeDeadHolders(dir)
+	}
+	if !r.Named && !r.noKeep {
+		l, err := r.keepLock(dir, lock, self)
+		switch {
+		case errors.Is(err, gitobj.ErrNoUnnamed):
+			r.noKeep = true // never ask again
+		case !errors.Is(err, errKeepBusy):
+			return l, err
+		}
+	}
+	if !r.Named {
+		l, err := r.acquireUnnamed(dir, lock, self)
+		if !errors.Is(err, gitobj.ErrNoUnnamed) {
+			return l, err
+		}
+		r.Named = true // this file system has none: never ask again
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
 	f, rec, err := createRecord(filepath.Join(dir, tempPrefix("holder", self)+strconv.FormatUint(rand.Uint64(), 36)), self)
 	if err != nil {
@@ -93,6 +137,43 @@ func (r *Locker) Acquire(lock string) (*Lock, error) {
 	}
 	err = os.Link(holderPath, lock)
 	_ = os.Remove(holderPath)
+	return r.linked(lock, f, rec, self, err)
+}
+
+// acquireUnnamed is Acquire with a holder file without a name;
+// gitobj.ErrNoUnnamed where there are none.
+func (r *Locker) acquireUnnamed(dir, lock string, self holder) (*Lock, error) {
+	f, err := gitobj.OpenUnnamed(dir, 0o666)
+	if errors.Is(err, fs.ErrNotExist) { // the work directory was removed
+		if err = os.MkdirAll(dir, 0o777); err == nil {
+			f, err = gitobj.OpenUnnamed(dir, 0o666)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, gitobj.ErrNoUnnamed) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("lock %s: %w", lock, err)
+	}
+	rec, err := writeRecord(f, self)
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("lock %s: %w", lock, err)
+	}
+	if err := crashAt(r.Crash, CrashHolderWritten); err != nil {
+		return nil, err // a crashed process cleans nothing up
+	}
+	err = gitobj.LinkUnnamed(f, lock)
+	if errors.Is(err, gitobj.ErrNoUnnamed) {
+		_ = f.Close()
+		return nil, err
+	}
+	return r.linked(lock, f, rec, self, err)
+}
+
+// linked completes Acquire once the holder file f was linked to lock's
+// name (err nil) or not.
+func (r *Locker) linked(lock string, f *os.File, rec []byte, self holder, err error) (*Lock, error) {
 	switch {
 	case err == nil:
 		l := &Lock{path: lock, record: rec, live: liveOrNil(f, rec)}
@@ -120,13 +201,23 @@ func createRecord(path string, self holder) (*os.File, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	rec := self.record(lockLive(f))
-	if _, err := f.Write(rec); err != nil {
+	rec, err := writeRecord(f, self)
+	if err != nil {
 		_ = f.Close()
 		_ = os.Remove(path)
 		return nil, nil, err
 	}
 	return f, rec, nil
+}
+
+// writeRecord takes f's flock if the file system allows, and writes the
+// record saying whether it did.
+func writeRecord(f *os.File, self holder) ([]byte, error) {
+	rec := self.record(lockLive(f))
+	if _, err := f.Write(rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }
 
 func liveOrNil(f *os.File, rec []byte) *os.File {
@@ -147,14 +238,19 @@ func removeDeadHolders(dir string) {
 		return
 	}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "holder-") {
+		kept := strings.HasPrefix(e.Name(), "keep-")
+		if !kept && !strings.HasPrefix(e.Name(), "holder-") {
 			continue
 		}
 		f, _, h, ok := openRecord(filepath.Join(dir, e.Name()))
 		if f == nil {
 			continue
 		}
-		if ok && judgeLock(h, f) == holderDead {
+		switch {
+		case !ok || judgeLock(h, f) != holderDead:
+		case kept:
+			removeKept(dir, e.Name(), f, h)
+		default:
 			removeLitter(dir, h)
 		}
 		_ = f.Close()
@@ -195,6 +291,11 @@ func (l *Lock) Release() error {
 func writeTemp(dir, kind string, self holder, content []byte) (string, error) {
 	name := filepath.Join(dir, tempPrefix(kind, self)+strconv.FormatUint(rand.Uint64(), 36))
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if errors.Is(err, fs.ErrNotExist) { // the work directory was removed
+		if err = os.MkdirAll(dir, 0o777); err == nil {
+			f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		}
+	}
 	if err != nil {
 		return "", err
 	}
@@ -298,7 +399,7 @@ func removeLitter(dir string, dead holder) {
 		return
 	}
 	for _, e := range entries {
-		for _, kind := range []string{"holder", "ref", "broken"} {
+		for _, kind := range []string{"holder", "keep", "ref", "broken"} {
 			if strings.HasPrefix(e.Name(), tempPrefix(kind, dead)) {
 				_ = os.Remove(filepath.Join(dir, e.Name()))
 			}

@@ -3,8 +3,10 @@ package reflock
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -42,11 +44,15 @@ import (
 func (r *Locker) Update(branch string, old, new plumbing.Hash) (err error) {
 	ref := gitobj.LoosePath(r.dir, branch)
 	lockPath := ref + ".lock"
-	// A packed-only ref in a nested namespace may have no directory yet.
-	if err := os.MkdirAll(filepath.Dir(ref), 0o777); err != nil {
-		return fmt.Errorf("lock refs/heads/%s: %w", branch, err)
-	}
 	lock, err := r.Acquire(lockPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A packed-only ref in a nested namespace may have no directory
+		// yet (made on demand: looking it up each time costs a stat).
+		if err := os.MkdirAll(filepath.Dir(ref), 0o777); err != nil {
+			return fmt.Errorf("lock refs/heads/%s: %w", branch, err)
+		}
+		lock, err = r.Acquire(lockPath)
+	}
 	if errors.Is(err, ErrLocked) {
 		broken, berr := r.BreakDead(lockPath)
 		if berr != nil && !errors.Is(berr, ErrLockRaced) {
@@ -90,7 +96,9 @@ func (r *Locker) Update(branch string, old, new plumbing.Hash) (err error) {
 		locked, tmp = false, "" // a crashed process cleans nothing up
 		return err
 	}
-	if err := os.Rename(tmp, ref); err != nil {
+	// rename(2) itself: os.Rename first stats the target (a directory
+	// there would fail the rename anyway).
+	if err := syscall.Rename(tmp, ref); err != nil {
 		return fmt.Errorf("commit refs/heads/%s: %w", branch, err)
 	}
 	tmp = "" // it is the ref now
