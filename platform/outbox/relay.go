@@ -37,6 +37,14 @@ type CommittedStore interface {
 	CommittedRows() (rows []store.OutboxRow, complete bool)
 }
 
+// SoonStore is a Store that marks published rows sent in its next write
+// transaction, whoever's it is (sqlite.DB.MarkSoon): the relay's own
+// MarkSent, when due, then finds them marked and usually needs no
+// transaction of its own.
+type SoonStore interface {
+	MarkSoon(ids []string)
+}
+
 // Publisher publishes one message and returns once JetStream acked it.
 type Publisher interface {
 	PublishMsg(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error)
@@ -296,6 +304,9 @@ func (r *Relay) roundFrom(ctx context.Context, held *acked, delay time.Duration,
 				*held = acked{}
 				return 0, err
 			}
+		}
+		if ss, ok := r.Store.(SoonStore); ok && len(sent) > 0 && delay >= 0 {
+			ss.MarkSoon(sent)
 		}
 	}
 	if delay < 0 || len(held.ids) >= batch || len(held.ids) > 0 && time.Since(held.since) >= delay {
