@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -49,7 +50,7 @@ func (db *DB) MarkSoon(ids []string) {
 	}
 }
 
-// takeMarks hands the pending ids to a transaction about to commit.
+// take hands the pending ids to a transaction about to commit.
 func (m *marks) take() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -138,7 +139,7 @@ func (db *DB) fold(ctx context.Context, tx *Tx, ids []string, now int64) error {
 }
 
 // errFoldFailed: the fold's statement failed and was rolled back alone.
-var errFoldFailed = fmt.Errorf("fold of marks rolled back")
+var errFoldFailed = errors.New("fold of marks rolled back")
 
 // markNow marks ids sent in a transaction of the group commit (with the
 // handlers' transactions running meanwhile, it joins the next of them).
