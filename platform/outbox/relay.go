@@ -37,6 +37,14 @@ type CommittedStore interface {
 	CommittedRows() (rows []store.OutboxRow, complete bool)
 }
 
+// SoonStore is a Store that marks published rows sent in its next write
+// transaction, whoever's it is (sqlite.DB.MarkSoon): the relay's own
+// MarkSent, when due, then finds them marked and usually needs no
+// transaction of its own.
+type SoonStore interface {
+	MarkSoon(ids []string)
+}
+
 // Publisher publishes one message and returns once JetStream acked it.
 type Publisher interface {
 	PublishMsg(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error)
@@ -58,6 +66,10 @@ const (
 	maxRetry = 5 * time.Second
 )
 
+// soonMarkDelay is the default MarkDelay of a relay whose store marks
+// published rows in its next commit (SoonStore).
+const soonMarkDelay = 250 * time.Millisecond
+
 // ackWait bounds the wait for a batch's acks; a row whose ack does not
 // come stays unsent and is published again.
 const ackWait = 15 * time.Second
@@ -74,8 +86,10 @@ const ackWait = 15 * time.Second
 // Run marks rows sent in bulk: what was acked is remembered (and not
 // published again by this relay) and marked sent once MarkDelay has passed
 // or a batch has gathered, in one statement — marking is one write
-// transaction per round instead of per publish. A crash before the mark
-// republishes those rows, as above.
+// transaction per round instead of per publish. With a SoonStore the acked
+// rows are handed to the store at once and marked by its next commit,
+// whoever's it is; Run's own mark then finds them marked and needs no
+// transaction. A crash before the mark republishes those rows, as above.
 type Relay struct {
 	Store  Store
 	Pub    Publisher
@@ -88,7 +102,8 @@ type Relay struct {
 	// are published and acked, before they are marked sent.
 	Service string
 	// MarkDelay is how long Run may hold acked rows before marking them
-	// sent; default 20ms, negative marks after every round.
+	// sent; default 20ms (soonMarkDelay with a SoonStore), negative marks
+	// after every round.
 	MarkDelay time.Duration
 	// Telemetry, when set, observes every publish (a span each, a child
 	// of the span that emitted the row). Nil is off.
@@ -165,6 +180,12 @@ func (r *Relay) Run(ctx context.Context) error {
 	delay := r.MarkDelay
 	if delay == 0 {
 		delay = 20 * time.Millisecond
+		if _, ok := r.Store.(SoonStore); ok {
+			// The store's next commit marks the rows (a handler's
+			// transaction, typically within milliseconds under load): the
+			// relay's own mark is only for a quiet store.
+			delay = soonMarkDelay
+		}
 	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
@@ -296,6 +317,9 @@ func (r *Relay) roundFrom(ctx context.Context, held *acked, delay time.Duration,
 				*held = acked{}
 				return 0, err
 			}
+		}
+		if ss, ok := r.Store.(SoonStore); ok && len(sent) > 0 && delay >= 0 {
+			ss.MarkSoon(sent)
 		}
 	}
 	if delay < 0 || len(held.ids) >= batch || len(held.ids) > 0 && time.Since(held.since) >= delay {

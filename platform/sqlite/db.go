@@ -66,6 +66,7 @@ type DB struct {
 	committed chan struct{}
 	group     group      // the writers' group commit
 	fresh     fresh      // rows committed since the relay last took them
+	marks     marks      // rows published, to be marked sent by the next commit
 	stmts     stmtCache  // on w
 	rstmts    stmtCache  // on r, for QueryContext and QueryRowContext
 	reads     readStmts  // on r

@@ -69,20 +69,18 @@ func scanUnsent(rows *sql.Rows, err error, limit int) ([]OutboxRow, error) {
 
 // MarkSent marks rows as published (after JetStream acked them), in one
 // statement (the ids travel as one JSON array, so the statement is the
-// same for any number of rows and stays prepared).
+// same for any number of rows and stays prepared), in a transaction of the
+// group commit. Rows a transaction already marked since MarkSoon are
+// skipped.
 func (db *DB) MarkSent(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return fmt.Errorf("outbox mark sent: %w", err)
+	ids = db.marks.unfolded(ids)
+	if len(ids) == 0 {
+		return nil
 	}
-	s := db.stmts.get(sqlMarkSent)
-	if _, err := s.ExecContext(ctx, db.now().UnixMicro(), string(list)); err != nil {
-		return fmt.Errorf("outbox mark sent: %w", err)
-	}
-	return nil
+	return db.markNow(ctx, ids)
 }
 
 // OutboxStats reports unsent rows and the age of the oldest.

@@ -178,9 +178,25 @@ func (db *DB) updateEach(reqs []*request) error {
 			}
 		}
 	}
+	// Rows a relay published meanwhile are marked sent here, with the
+	// callers' units (marks.go), rather than in a transaction of their own.
+	folded := db.marks.take()
+	if len(folded) > 0 {
+		ftx := &Tx{Tx: stx, db: db, ctx: ctx, now: now}
+		switch err := db.fold(ctx, ftx, folded, now.UnixMicro()); {
+		case err == errFoldFailed:
+			db.marks.settle(folded, false)
+			folded = nil
+		case err != nil:
+			db.marks.settle(folded, false)
+			return err
+		}
+	}
 	if err := stx.Commit(); err != nil {
+		db.marks.settle(folded, false)
 		return fmt.Errorf("commit: %w", err)
 	}
+	db.marks.settle(folded, true)
 	emitted := 0
 	for _, r := range reqs {
 		for i, tx := range r.txs {
