@@ -38,6 +38,10 @@ type repo struct {
 
 	mu sync.Mutex
 	st *filesystem.Storage
+	// closure is what the last merge read here reaches (closure.go);
+	// noClosure: the history is too long to keep one.
+	closure   *closure
+	noClosure bool
 }
 
 // get reads commit h. Objects another process wrote since the pack
@@ -71,6 +75,7 @@ type commits struct {
 	cur, prev map[commitKey]*object.Commit
 	size      int // cost of cur
 	budget    int
+	misses    int // gets not answered: what the calls read from repositories
 }
 
 func newCommits(budget int) *commits {
@@ -89,6 +94,8 @@ func (cs *commits) get(k commitKey) (*object.Commit, bool) {
 	if ok {
 		delete(cs.prev, k)
 		cs.putLocked(k, c)
+	} else {
+		cs.misses++
 	}
 	return c, ok
 }
