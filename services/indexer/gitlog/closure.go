@@ -3,6 +3,7 @@ package gitlog
 import (
 	"container/heap"
 	"context"
+	"errors"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -34,7 +35,7 @@ type closure struct {
 	set  map[plumbing.Hash]struct{}
 }
 
-// merged answers rev-list tip ^base from rp's closure, which it builds,
+// fromClosure answers rev-list tip ^base from rp's closure, which it builds,
 // extends or moves to tip on the way; ok false when it cannot (base does
 // not descend from the closure's head, or the history is over maxClosure):
 // the caller walks instead. Callers hold rp.mu.
@@ -47,13 +48,13 @@ func (r *Reader) fromClosure(ctx context.Context, rp *repo, tip, base *object.Co
 	if cl == nil {
 		cl = &closure{head: base.Hash, set: map[plumbing.Hash]struct{}{}}
 		if _, _, err := below(ctx, get, base, cl.set, plumbing.ZeroHash, r.maxClosure); err != nil {
-			return nil, false, false, r.giveUp(rp, err)
+			return nil, false, false, r.giveUp(ctx, rp, err)
 		}
 	} else if cl.head != base.Hash {
 		// What base reaches beyond the set, and whether it descends from head.
 		found, met, err := below(ctx, get, base, cl.set, cl.head, r.maxClosure-len(cl.set))
 		if err != nil {
-			return nil, false, false, r.giveUp(rp, err)
+			return nil, false, false, r.giveUp(ctx, rp, err)
 		}
 		if !met {
 			// base is not a descendant of head (events out of merge order,
@@ -71,7 +72,10 @@ func (r *Reader) fromClosure(ctx context.Context, rp *repo, tip, base *object.Co
 	// outside it, newest first as the walk gives them.
 	commits, truncated, err = newest(ctx, get, tip, cl.set, MaxWalk)
 	if err != nil {
-		return nil, false, false, err
+		if ctx.Err() != nil {
+			return nil, false, false, err
+		}
+		return nil, false, false, nil // the walk reads it again and says what is wrong
 	}
 	if !truncated && len(cl.set)+len(commits) <= r.maxClosure {
 		// The next merge onto this target has tip as its base.
@@ -83,24 +87,21 @@ func (r *Reader) fromClosure(ctx context.Context, rp *repo, tip, base *object.Co
 	return commits, truncated, true, nil
 }
 
-// giveUp drops rp's closure after err: errLimit means the history is too
-// long to keep (the walk serves this repository from now on), anything
-// else is the read's error.
-func (r *Reader) giveUp(rp *repo, err error) error {
-	rp.closure = nil
-	if err == errLimit {
-		rp.noClosure = true
-		return nil
+// giveUp says what a call whose closure read failed with err returns: the
+// context's end (the closure, which below leaves as it was, is kept), or
+// nil after dropping the closure — the walk serves this repository from
+// now on, its history too long to keep (errLimit) or a commit of it
+// unreadable (the walk may not need that commit; if it does, it says so).
+func (r *Reader) giveUp(ctx context.Context, rp *repo, err error) error {
+	if ctx.Err() != nil {
+		return err
 	}
-	return err
+	rp.closure, rp.noClosure = nil, true
+	return nil
 }
 
 // errLimit is below's answer when it would add more than its limit.
-var errLimit = errLimitT{}
-
-type errLimitT struct{}
-
-func (errLimitT) Error() string { return "closure over its limit" }
+var errLimit = errors.New("closure over its limit")
 
 // below adds to set every commit reachable from c that the set does not
 // hold (not going past its members), and returns them and whether head was
