@@ -92,3 +92,5 @@ func BenchmarkIndexBatch8(b *testing.B) { benchUpsert(b, 8) }
 // BenchmarkIndexOne is one write per document: what the indexer did
 // before it handled notified events in batches.
 func BenchmarkIndexOne(b *testing.B) { benchUpsert(b, 1) }
+
+func BenchmarkIndexBatch5(b *testing.B) { benchUpsert(b, 5) }

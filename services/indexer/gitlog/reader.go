@@ -32,6 +32,8 @@ const (
 type Reader struct {
 	root    repopath.Root
 	commits *commits
+	// maxClosure bounds a repository's closure (closure.go).
+	maxClosure int
 
 	mu    sync.Mutex // guards repos and clock
 	repos map[string]*repo
@@ -43,7 +45,7 @@ var _ indexer.History = (*Reader)(nil)
 // New returns a reader of the repositories under reposDir. The directory
 // need not exist yet: until it does, every repository is missing.
 func New(reposDir string) (*Reader, error) {
-	return &Reader{root: repopath.New(reposDir), commits: newCommits(commitBudget), repos: map[string]*repo{}}, nil
+	return &Reader{root: repopath.New(reposDir), commits: newCommits(commitBudget), maxClosure: maxClosure, repos: map[string]*repo{}}, nil
 }
 
 // Merged returns the messages of the commits merge commit mergeSHA brought
@@ -104,7 +106,14 @@ func (r *Reader) MergedSince(ctx context.Context, repo, mergeSHA, baseSHA string
 		}
 		bases = append(bases, b)
 	}
-	commits, truncated, err := w.only(tip, bases)
+	var commits []*object.Commit
+	var truncated, done bool
+	if len(bases) == 1 {
+		commits, truncated, done, err = r.fromClosure(ctx, rp, tip, bases[0])
+	}
+	if !done && err == nil {
+		commits, truncated, err = w.only(tip, bases)
+	}
 	if err != nil {
 		return indexer.Merge{}, fmt.Errorf("history of %s in %s: %w", mergeSHA, repo, err)
 	}

@@ -1,6 +1,7 @@
 package gitlog
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 
@@ -32,6 +33,13 @@ type walk struct {
 	flags map[plumbing.Hash]uint8
 	queue byTime
 	read  int
+	// queued counts each commit's entries in the queue, and tipOnly the
+	// entries of commits not (yet) reached from a base: the walk asks after
+	// every step whether any is left, and a scan of the queue made that
+	// quadratic in the history between the merge and its fork point (in
+	// W2, every PR forks from the root: all of main's history).
+	queued  map[plumbing.Hash]int
+	tipOnly int
 }
 
 // only returns the commits reachable from tip and not from any of bases,
@@ -39,6 +47,7 @@ type walk struct {
 // may then lack commits, or hold some a longer walk would exclude).
 func (w *walk) only(tip *object.Commit, bases []*object.Commit) (commits []*object.Commit, truncated bool, err error) {
 	w.flags = map[plumbing.Hash]uint8{}
+	w.queued = map[plumbing.Hash]int{}
 	w.push(tip, fromTip)
 	for _, b := range bases {
 		w.push(b, fromBase)
@@ -62,6 +71,10 @@ func (w *walk) only(tip *object.Commit, bases []*object.Commit) (commits []*obje
 		}
 		c := heap.Pop(&w.queue).(*object.Commit)
 		f := w.flags[c.Hash]
+		w.queued[c.Hash]--
+		if f&fromBase == 0 {
+			w.tipOnly--
+		}
 		if f&fromBase == 0 {
 			order = append(order, c)
 		}
@@ -93,20 +106,21 @@ func (w *walk) commit(h plumbing.Hash) (*object.Commit, error) {
 }
 
 func (w *walk) push(c *object.Commit, f uint8) {
-	w.flags[c.Hash] |= f
+	old := w.flags[c.Hash]
+	w.flags[c.Hash] = old | f
+	if old&fromBase == 0 && f&fromBase != 0 {
+		w.tipOnly -= w.queued[c.Hash] // its queued entries are a base's now
+	}
+	w.queued[c.Hash]++
+	if (old|f)&fromBase == 0 {
+		w.tipOnly++
+	}
 	heap.Push(&w.queue, c)
 }
 
 // interesting reports whether a queued commit is still reachable from the
 // tip alone.
-func (w *walk) interesting() bool {
-	for _, c := range w.queue {
-		if w.flags[c.Hash]&fromBase == 0 {
-			return true
-		}
-	}
-	return false
-}
+func (w *walk) interesting() bool { return w.tipOnly > 0 }
 
 // byTime is a heap of commits, newest committer time first (ties by hash,
 // so the order is deterministic).
@@ -118,7 +132,8 @@ func (h byTime) Less(i, j int) bool {
 	if !ti.Equal(tj) {
 		return ti.After(tj)
 	}
-	return h[i].Hash.String() < h[j].Hash.String()
+	// The bytes order the same as their hex, without a string per compare.
+	return bytes.Compare(h[i].Hash[:], h[j].Hash[:]) < 0
 }
 func (h byTime) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *byTime) Push(x any)   { *h = append(*h, x.(*object.Commit)) }
