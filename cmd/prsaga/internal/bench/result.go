@@ -30,11 +30,19 @@ type Result struct {
 	// PeakRSSBytes sums the peak RSS of every process of the run.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 	// CPUSeconds is the CPU time every process spent during the timed part.
-	CPUSeconds float64        `json:"cpu_seconds"`
-	Processes  []ProcessUsage `json:"processes"`
-	Steps      []Quantiles    `json:"steps"`
-	Queries    []QueryStat    `json:"queries,omitempty"`
-	Soak       *SoakReport    `json:"soak,omitempty"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// CPUMsPerSaga is CPUSeconds per ok saga, in milliseconds.
+	CPUMsPerSaga float64 `json:"cpu_ms_per_saga"`
+	// Syscalls every process made during the timed part, as counted by
+	// SyscallSource; nil (and SyscallsPerSaga nil) when any process's
+	// count is unavailable.
+	Syscalls        *SyscallCount  `json:"syscalls"`
+	SyscallsPerSaga *float64       `json:"syscalls_per_saga"`
+	SyscallSource   string         `json:"syscall_source"`
+	Processes       []ProcessUsage `json:"processes"`
+	Steps           []Quantiles    `json:"steps"`
+	Queries         []QueryStat    `json:"queries,omitempty"`
+	Soak            *SoakReport    `json:"soak,omitempty"`
 	// Problems found by the world check, and why sagas failed (capped).
 	Problems []string `json:"problems,omitempty"`
 	TimedOut bool     `json:"timed_out"`
@@ -46,6 +54,9 @@ type ProcessUsage struct {
 	Name         string  `json:"name"`
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
 	CPUSeconds   float64 `json:"cpu_seconds"`
+	// Syscalls during the timed part; nil where /proc does not say.
+	Syscalls        *SyscallCount `json:"syscalls"`
+	SyscallsPerSaga *float64      `json:"syscalls_per_saga"`
 }
 
 // Quantiles of one measured span.

@@ -232,17 +232,42 @@ func summarise(res *Result, d *driver, out []outcome, before, after, final []pro
 	}
 	res.Steps = append(res.Steps, q)
 	var cpu time.Duration
+	sys, sysKnown := SyscallCount{}, len(final) > 0
 	for i := range final {
 		u := ProcessUsage{Name: final[i].Name, PeakRSSBytes: final[i].PeakRSS}
 		if i < len(before) && i < len(after) {
 			u.CPUSeconds = (after[i].CPU - before[i].CPU).Seconds()
 			cpu += after[i].CPU - before[i].CPU
+			u.Syscalls = syscallsBetween(before[i].Syscalls, after[i].Syscalls)
+		}
+		if u.Syscalls != nil {
+			sys.Read += u.Syscalls.Read
+			sys.Write += u.Syscalls.Write
+			u.SyscallsPerSaga = perOK(u.Syscalls.Total(), res.OK)
+		} else {
+			sysKnown = false
 		}
 		res.PeakRSSBytes += u.PeakRSSBytes
 		res.Processes = append(res.Processes, u)
 	}
 	res.CPUSeconds = cpu.Seconds()
+	if res.OK > 0 {
+		res.CPUMsPerSaga = res.CPUSeconds / float64(res.OK) * 1000
+	}
+	res.SyscallSource = syscallsUnavailable
+	if sysKnown {
+		res.Syscalls, res.SyscallsPerSaga, res.SyscallSource = &sys, perOK(sys.Total(), res.OK), SyscallSource
+	}
 	res.Line = res.FormatLine()
+}
+
+// perOK is n per ok saga; nil without ok sagas.
+func perOK(n int64, ok int) *float64 {
+	if ok == 0 {
+		return nil
+	}
+	v := float64(n) / float64(ok)
+	return &v
 }
 
 // postStatuses records ci=success on every PR head through the

@@ -31,6 +31,8 @@ type procUsage struct {
 	Name    string
 	CPU     time.Duration
 	PeakRSS int64
+	// Syscalls so far (/proc/<pid>/io); nil where /proc does not say.
+	Syscalls *SyscallCount
 }
 
 // busConfig is the bus configuration of cfg, for the benchmark's client.
@@ -84,7 +86,7 @@ func (s *inproc) Client() *bus.Bus  { return s.b }
 func (s *inproc) URL(string) string { return s.st.URL }
 func (s *inproc) Usage() []procUsage {
 	cpu, rss := selfUsage()
-	return []procUsage{{Name: "prsaga (all services)", CPU: cpu, PeakRSS: rss}}
+	return []procUsage{{Name: "prsaga (all services)", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self")}}
 }
 
 func (s *inproc) Stop() []procUsage {

@@ -62,6 +62,37 @@ func procPeakRSS(pid int) int64 {
 	return 0
 }
 
+// procSyscalls reads a process's syscr and syscw from /proc/<pid>/io
+// (pid "self" for this one); nil when the file or a field is missing.
+func procSyscalls(pid string) *SyscallCount {
+	b, err := os.ReadFile("/proc/" + pid + "/io")
+	if err != nil {
+		return nil
+	}
+	var c SyscallCount
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "syscr":
+			c.Read, seen = n, seen+1
+		case "syscw":
+			c.Write, seen = n, seen+1
+		}
+	}
+	if seen != 2 {
+		return nil
+	}
+	return &c
+}
+
 // exitedUsage is an exited child's CPU time and peak RSS from its rusage.
 func exitedUsage(ps *os.ProcessState) (time.Duration, int64) {
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
