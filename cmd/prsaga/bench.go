@@ -130,11 +130,11 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 func printBench(w io.Writer, r bench.Result) {
 	fmt.Fprintf(w, "mode=%s durability=%s workload=%s watchers=%d preload=%d elapsed=%.2fs\n",
 		r.Mode, r.Durability, r.Workload, r.Watchers, r.Preload, r.ElapsedSeconds)
-	fmt.Fprintf(w, "peak RSS %.1f MB  CPU %.2f s (%.2f ms per saga)  syscalls %s\n",
-		mb(r.PeakRSSBytes), r.CPUSeconds, r.CPUMsPerSaga, syscallsText(r.Syscalls, r.SyscallsPerSaga))
+	fmt.Fprintf(w, "peak RSS %.1f MB%s  CPU %.2f s (%.2f ms per saga)  syscalls %s\n",
+		mb(r.PeakRSSBytes), timedPeakText(r.TimedPeakRSSBytes), r.CPUSeconds, r.CPUMsPerSaga, syscallsText(r.Syscalls, r.SyscallsPerSaga))
 	for _, p := range r.SortedProcesses() {
-		fmt.Fprintf(w, "  %-24s peak RSS %7.1f MB  CPU %7.2f s  syscalls %s\n",
-			p.Name, mb(p.PeakRSSBytes), p.CPUSeconds, syscallsText(p.Syscalls, p.SyscallsPerSaga))
+		fmt.Fprintf(w, "  %-24s peak RSS %7.1f MB%s  CPU %7.2f s  syscalls %s\n",
+			p.Name, mb(p.PeakRSSBytes), timedPeakText(p.TimedPeakRSSBytes), p.CPUSeconds, syscallsText(p.Syscalls, p.SyscallsPerSaga))
 	}
 	fmt.Fprintf(w, "  syscalls counted: %s\n", r.SyscallSource)
 	fmt.Fprintf(w, "%-50s %10s %10s %10s\n", "step (ledger transition times)", "p50", "p99", "max")
@@ -162,6 +162,14 @@ func printBench(w io.Writer, r bench.Result) {
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}
 	fmt.Fprintln(w, r.Line)
+}
+
+// timedPeakText is " (timed part N MB)", or nothing when unknown.
+func timedPeakText(b int64) string {
+	if b == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (timed part %.1f MB)", mb(b))
 }
 
 // syscallsText is "<per saga> per saga (<read> r + <write> w)", or n/a.

@@ -73,6 +73,7 @@ func TestBenchJSON(t *testing.T) {
 		t.Errorf("result: line %q ok=%d bad=%d workload %s steps %d", r.Line, r.OK, r.Bad, r.Workload, len(r.Steps))
 	}
 	checkSyscallsJSON(t, r)
+	checkPeaksJSON(t, r)
 	if len(r.Queries) != 6 {
 		t.Fatalf("preload queries: got %d, want 6: %+v", len(r.Queries), r.Queries)
 	}
@@ -204,6 +205,23 @@ func checkSyscallsText(t *testing.T, out string, processes int) {
 		w, _ := strconv.ParseInt(m[3], 10, 64)
 		if per <= 0 || r+w <= 0 {
 			t.Errorf("implausible syscall figure %q:\n%s", m[0], out)
+		}
+	}
+}
+
+// checkPeaksJSON checks the peak RSS figures: on Linux the timed part's
+// peak is known for every process and at most the whole run's.
+func checkPeaksJSON(t *testing.T, r bench.Result) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	if r.TimedPeakRSSBytes <= 0 || r.TimedPeakRSSBytes > r.PeakRSSBytes {
+		t.Errorf("timed part's peak RSS %d, the run's %d", r.TimedPeakRSSBytes, r.PeakRSSBytes)
+	}
+	for _, p := range r.Processes {
+		if p.TimedPeakRSSBytes <= 0 || p.TimedPeakRSSBytes > p.PeakRSSBytes {
+			t.Errorf("%s: timed part's peak RSS %d, the run's %d", p.Name, p.TimedPeakRSSBytes, p.PeakRSSBytes)
 		}
 	}
 }

@@ -206,6 +206,14 @@ func (p *procs) Usage() []procUsage {
 	return out
 }
 
+func (p *procs) ResetPeakRSS() bool {
+	ok := resetPeakRSS("self")
+	for _, c := range p.children {
+		ok = resetPeakRSS(strconv.Itoa(c.cmd.Process.Pid)) && ok
+	}
+	return ok
+}
+
 // Stop asks every child to shut down (SIGTERM), kills those still running
 // after 15s, waits for all, then stops the client and the server. Safe on
 // a partly started system.

@@ -29,6 +29,10 @@ type Result struct {
 
 	// PeakRSSBytes sums the peak RSS of every process of the run.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// TimedPeakRSSBytes sums their peaks within the timed part alone (0
+	// where the peak could not be reset at its start): without the
+	// benchmark's set-up and checks.
+	TimedPeakRSSBytes int64 `json:"timed_peak_rss_bytes,omitempty"`
 	// CPUSeconds is the CPU time every process spent during the timed part.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// CPUMsPerSaga is CPUSeconds per ok saga, in milliseconds.
@@ -51,9 +55,10 @@ type Result struct {
 
 // ProcessUsage is one process's share.
 type ProcessUsage struct {
-	Name         string  `json:"name"`
-	PeakRSSBytes int64   `json:"peak_rss_bytes"`
-	CPUSeconds   float64 `json:"cpu_seconds"`
+	Name              string  `json:"name"`
+	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+	TimedPeakRSSBytes int64   `json:"timed_peak_rss_bytes,omitempty"`
+	CPUSeconds        float64 `json:"cpu_seconds"`
 	// Syscalls during the timed part; nil where /proc does not say.
 	Syscalls        *SyscallCount `json:"syscalls"`
 	SyscallsPerSaga *float64      `json:"syscalls_per_saga"`
@@ -114,7 +119,7 @@ var stepNames = []string{
 	"INDEXING → MERGED (indexer)",
 }
 
-var stepStates = []contracts.State{contracts.StateValidating, contracts.StateMerging, contracts.StateNotifying, contracts.StateIndexing, contracts.StateMerged}
+var stepStates = [...]contracts.State{contracts.StateValidating, contracts.StateMerging, contracts.StateNotifying, contracts.StateIndexing, contracts.StateMerged}
 
 // timings derives latencies (publish → MERGED) and per-step spans from
 // the ledger's transitions of the sagas that are ok; it also returns the
@@ -125,14 +130,8 @@ func timings(d *driver, out []outcome) (lat []time.Duration, steps [][]time.Dura
 		if !o.ok() {
 			continue
 		}
-		at := map[contracts.State]time.Time{}
-		for _, t := range o.saga.Transitions {
-			if !t.Inferred {
-				at[contracts.State(t.ToState)] = t.At
-			}
-		}
-		merged, ok := at[contracts.StateMerged]
-		if !ok {
+		merged := o.at[len(stepStates)-1] // MERGED
+		if merged.IsZero() {
 			continue
 		}
 		lat = append(lat, merged.Sub(d.sent[i]))
@@ -143,9 +142,8 @@ func timings(d *driver, out []outcome) (lat []time.Duration, steps [][]time.Dura
 			last = merged
 		}
 		prev := d.sent[i]
-		for k, s := range stepStates {
-			t, ok := at[s]
-			if !ok {
+		for k, t := range o.at {
+			if t.IsZero() {
 				break
 			}
 			steps[k] = append(steps[k], t.Sub(prev))

@@ -3,6 +3,8 @@ package bench
 import (
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 )
 
 func TestFormatLine(t *testing.T) {
@@ -62,5 +64,35 @@ func TestOptionsValidate(t *testing.T) {
 	bad.Mode, bad.N, bad.Exe = ModeProcs, 0, ""
 	if err := bad.Validate(); err == nil {
 		t.Error("procs without Exe and N=0 accepted")
+	}
+}
+
+func TestStepTimesAndTimings(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ts := []client.Transition{
+		{ToState: "VALIDATING", At: at(10)},
+		{ToState: "MERGING", At: at(30)},
+		{ToState: "NOTIFYING", At: at(45), Inferred: true}, // not a time the ledger saw
+		{ToState: "MERGING", At: at(40)},                   // a retry: the last one counts
+		{ToState: "NOTIFYING", At: at(60)},
+		{ToState: "INDEXING", At: at(70)},
+		{ToState: "MERGED", At: at(100)},
+	}
+	got := stepTimes(ts)
+	want := [len(stepStates)]time.Time{at(10), at(40), at(60), at(70), at(100)}
+	if got != want {
+		t.Fatalf("stepTimes: got %v, want %v", got, want)
+	}
+	d := &driver{prs: []pr{{id: "a"}, {id: "b"}}, sent: []time.Time{t0, t0}}
+	out := []outcome{{at: got, fetched: true}, {at: stepTimes(ts[:2]), fetched: true}} // b never MERGED
+	lat, steps, first, last := timings(d, out)
+	if len(lat) != 1 || lat[0] != 100*time.Millisecond || !first.Equal(t0) || !last.Equal(at(100)) {
+		t.Errorf("latencies %v, first %v, last %v", lat, first, last)
+	}
+	for k, w := range []time.Duration{10, 30, 20, 10, 30} {
+		if len(steps[k]) != 1 || steps[k][0] != w*time.Millisecond {
+			t.Errorf("step %d: %v, want [%v]", k, steps[k], w*time.Millisecond)
+		}
 	}
 }

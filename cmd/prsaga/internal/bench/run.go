@@ -129,6 +129,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Soak {
 		smp = startSampler(ctx, o.Dir, metricsURLs(sys), o.SampleEvery, func() int64 { return d.merged.Load() + d.failed.Load() })
 	}
+	// The peak RSS of the timed part alone, as well as the whole run's:
+	// the set-up (building the repositories) and the checks after it
+	// (reading every saga back) are the benchmark's, not the services'.
+	setup := sys.Usage()
+	timedPeak := sys.ResetPeakRSS()
 	before := sys.Usage()
 	bar := startProgress(o.Progress, fmt.Sprintf("%s %s", o.Workload, o.Mode), o.N, d)
 	runErr := d.run(ctx, o.Concurrency)
@@ -194,12 +199,17 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, fmt.Errorf("check repositories: %w", err)
 	}
 	res.Problems = append(res.Problems, gitProblems...)
-	summarise(&res, d, out, before, after, final)
+	summarise(&res, d, out, setup, before, after, final, timedPeak)
 	return res, nil
 }
 
 // summarise fills in the figures and the line.
-func summarise(res *Result, d *driver, out []outcome, before, after, final []procUsage) {
+//
+// setup is the usage before the timed part (its peak RSS that of the
+// set-up), before and after that at its start and end (after's peak RSS
+// that of the timed part when timedPeak, the peaks having been reset at
+// its start), final that after the checks.
+func summarise(res *Result, d *driver, out []outcome, setup, before, after, final []procUsage, timedPeak bool) {
 	var failures []string
 	for i, o := range out {
 		if o.ok() {
@@ -235,6 +245,13 @@ func summarise(res *Result, d *driver, out []outcome, before, after, final []pro
 	sys, sysKnown := SyscallCount{}, len(final) > 0
 	for i := range final {
 		u := ProcessUsage{Name: final[i].Name, PeakRSSBytes: final[i].PeakRSS}
+		if i < len(setup) {
+			u.PeakRSSBytes = max(u.PeakRSSBytes, setup[i].PeakRSS)
+		}
+		if timedPeak && i < len(after) {
+			u.TimedPeakRSSBytes = after[i].PeakRSS
+			res.TimedPeakRSSBytes += u.TimedPeakRSSBytes
+		}
 		if i < len(before) && i < len(after) {
 			u.CPUSeconds = (after[i].CPU - before[i].CPU).Seconds()
 			cpu += after[i].CPU - before[i].CPU

@@ -93,6 +93,20 @@ func procSyscalls(pid string) *SyscallCount {
 	return &c
 }
 
+// resetPeakRSS sets a process's peak RSS (VmHWM, and so getrusage's
+// maxrss) back to its current RSS (pid "self" for this one), so that a
+// later reading is the peak since now; false where the kernel refuses
+// (/proc/<pid>/clear_refs, Linux 4.0+, writable by the process's owner).
+func resetPeakRSS(pid string) bool {
+	f, err := os.OpenFile("/proc/"+pid+"/clear_refs", os.O_WRONLY, 0)
+	if err != nil {
+		return false
+	}
+	_, werr := f.WriteString("5")
+	cerr := f.Close()
+	return werr == nil && cerr == nil
+}
+
 // exitedUsage is an exited child's CPU time and peak RSS from its rusage.
 func exitedUsage(ps *os.ProcessState) (time.Duration, int64) {
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
