@@ -137,6 +137,10 @@ func printBench(w io.Writer, r bench.Result) {
 			p.Name, mb(p.PeakRSSBytes), timedPeakText(p.TimedPeakRSSBytes), p.CPUSeconds, syscallsText(p.Syscalls, p.SyscallsPerSaga))
 	}
 	fmt.Fprintf(w, "  syscalls counted: %s\n", r.SyscallSource)
+	if m := r.MemoryAtPeak; m != nil {
+		fmt.Fprintf(w, "  RSS at the timed part's peak (%.0fs in): %.1f MB = Go heap objects %.1f + Go heap free %.1f + stacks %.1f + Go runtime %.1f + outside Go (SQLite's C heap …) %.1f + files mapped (the binary, bleve, -shm) %.1f; GC goal %.1f MB\n",
+			m.At, mb(m.RSSBytes), mb(m.HeapLiveBytes), mb(m.HeapFreeBytes), mb(m.StacksBytes), mb(m.GoOtherBytes), mb(m.OutsideGoBytes), mb(m.FileBytes), mb(m.HeapGoalBytes))
+	}
 	fmt.Fprintf(w, "%-50s %10s %10s %10s\n", "step (ledger transition times)", "p50", "p99", "max")
 	for _, s := range r.Steps {
 		fmt.Fprintf(w, "  %-48s %8.1fms %8.1fms %8.1fms\n", s.Name, s.P50Ms, s.P99Ms, s.MaxMs)

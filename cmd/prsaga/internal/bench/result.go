@@ -34,7 +34,10 @@ type Result struct {
 	// benchmark's set-up and checks.
 	TimedPeakRSSBytes int64 `json:"timed_peak_rss_bytes,omitempty"`
 	// CPUSeconds is the CPU time every process spent during the timed part.
-	CPUSeconds float64 `json:"cpu_seconds"`
+	// MemoryAtPeak is what made up the RSS at the timed part's peak
+	// (inproc mode, Linux).
+	MemoryAtPeak *MemoryBreakdown `json:"memory_at_peak,omitempty"`
+	CPUSeconds   float64          `json:"cpu_seconds"`
 	// CPUMsPerSaga is CPUSeconds per ok saga, in milliseconds.
 	CPUMsPerSaga float64 `json:"cpu_ms_per_saga"`
 	// Syscalls every process made during the timed part, as counted by

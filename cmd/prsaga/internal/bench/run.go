@@ -135,6 +135,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	setup := sys.Usage()
 	timedPeak := sys.ResetPeakRSS()
 	before := sys.Usage()
+	var mem *memSampler
+	if o.Mode == ModeInproc {
+		mem = startMemSampler(time.Second)
+	}
 	bar := startProgress(o.Progress, fmt.Sprintf("%s %s", o.Workload, o.Mode), o.N, d)
 	runErr := d.run(ctx, o.Concurrency)
 	bar.Stop()
@@ -143,6 +147,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		samples = smp.stop()
 	}
 	after := sys.Usage()
+	if mem != nil {
+		res.MemoryAtPeak = mem.Stop()
+	}
 	stopProfile()
 	stopWatch()
 	if err := writeHeapProfile(o.MemProfile); err != nil {

@@ -93,6 +93,35 @@ func procSyscalls(pid string) *SyscallCount {
 	return &c
 }
 
+// selfRSS is this process's RSS now and its anonymous and file-backed
+// (with shared memory) parts, from /proc/self/status.
+func selfRSS() (rss, anon, file int64, ok bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, found := strings.Cut(line, ":")
+		if !found {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "VmRSS":
+			rss, seen = kb*1024, seen+1
+		case "RssAnon":
+			anon, seen = kb*1024, seen+1
+		case "RssFile", "RssShmem":
+			file, seen = file+kb*1024, seen+1
+		}
+	}
+	return rss, anon, file, seen == 4
+}
+
 // resetPeakRSS sets a process's peak RSS (VmHWM, and so getrusage's
 // maxrss) back to its current RSS (pid "self" for this one), so that a
 // later reading is the peak since now; false where the kernel refuses
