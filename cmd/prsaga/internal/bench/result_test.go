@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -94,5 +95,36 @@ func TestStepTimesAndTimings(t *testing.T) {
 		if len(steps[k]) != 1 || steps[k][0] != w*time.Millisecond {
 			t.Errorf("step %d: %v, want [%v]", k, steps[k], w*time.Millisecond)
 		}
+	}
+}
+
+func TestCheckContextGrace(t *testing.T) {
+	parent := context.Background()
+	for _, c := range []struct {
+		name     string
+		left     time.Duration
+		timedOut bool
+		n        int
+		atLeast  time.Duration
+	}{
+		{"ended 1s before the timeout", time.Second, false, 10, checkGrace},
+		{"timed out", 0, true, 10, checkGrace},
+		{"ten thousand sagas", time.Second, false, 10000, 50 * time.Second},
+	} {
+		ctx, cancel := context.WithTimeout(parent, c.left)
+		cc, ccancel := checkContext(ctx, parent, c.timedOut, c.n)
+		dl, ok := cc.Deadline()
+		if !ok || time.Until(dl) < c.atLeast-time.Second {
+			t.Errorf("%s: checks have %v, want at least %v", c.name, time.Until(dl), c.atLeast)
+		}
+		ccancel()
+		cancel()
+	}
+	ctx, cancel := context.WithTimeout(parent, time.Hour)
+	defer cancel()
+	if cc, ccancel := checkContext(ctx, parent, false, 10); cc != ctx {
+		t.Error("a run with time left got another context for its checks")
+	} else {
+		ccancel()
 	}
 }

@@ -168,12 +168,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res.Problems = append(res.Problems, err.Error())
 	}
 
-	checkCtx := ctx
-	if res.TimedOut {
-		var cancelCheck context.CancelFunc
-		checkCtx, cancelCheck = context.WithTimeout(context.WithoutCancel(parent), checkGrace)
-		defer cancelCheck()
-	}
+	checkCtx, cancelCheck := checkContext(ctx, parent, res.TimedOut, o.N)
+	defer cancelCheck()
 	note(o.Progress, "checking the world")
 	out := make([]outcome, len(prs))
 	if err := readLedger(checkCtx, client.New(sys.URL(contracts.ServiceLedger), ""), d, out); err != nil {
@@ -208,6 +204,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res.Problems = append(res.Problems, gitProblems...)
 	summarise(&res, d, out, setup, before, after, final, timedPeak)
 	return res, nil
+}
+
+// checkContext bounds the checks after the timed part. They get at least
+// a grace period (checkGrace, or 5 ms per saga: reading 10,000 sagas back
+// from a loaded machine takes tens of seconds) beyond a run that hit its
+// timeout or ended just before it, so that the report still comes.
+func checkContext(ctx, parent context.Context, timedOut bool, n int) (context.Context, context.CancelFunc) {
+	grace := max(checkGrace, time.Duration(n)*5*time.Millisecond)
+	if dl, ok := ctx.Deadline(); timedOut || (ok && time.Until(dl) < grace) {
+		return context.WithTimeout(context.WithoutCancel(parent), grace)
+	}
+	return ctx, func() {}
 }
 
 // summarise fills in the figures and the line.
