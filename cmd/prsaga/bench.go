@@ -130,13 +130,16 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 func printBench(w io.Writer, r bench.Result) {
 	fmt.Fprintf(w, "mode=%s durability=%s workload=%s watchers=%d preload=%d elapsed=%.2fs\n",
 		r.Mode, r.Durability, r.Workload, r.Watchers, r.Preload, r.ElapsedSeconds)
-	perSaga := 0.0
-	if r.OK > 0 {
-		perSaga = r.CPUSeconds / float64(r.OK) * 1000
-	}
-	fmt.Fprintf(w, "peak RSS %.1f MB  CPU %.2f s (%.2f ms per saga)\n", mb(r.PeakRSSBytes), r.CPUSeconds, perSaga)
+	fmt.Fprintf(w, "peak RSS %.1f MB%s  CPU %.2f s (%.2f ms per saga)  syscalls %s\n",
+		mb(r.PeakRSSBytes), timedPeakText(r.TimedPeakRSSBytes), r.CPUSeconds, r.CPUMsPerSaga, syscallsText(r.Syscalls, r.SyscallsPerSaga))
 	for _, p := range r.SortedProcesses() {
-		fmt.Fprintf(w, "  %-24s peak RSS %7.1f MB  CPU %7.2f s\n", p.Name, mb(p.PeakRSSBytes), p.CPUSeconds)
+		fmt.Fprintf(w, "  %-24s peak RSS %7.1f MB%s  CPU %7.2f s  syscalls %s\n",
+			p.Name, mb(p.PeakRSSBytes), timedPeakText(p.TimedPeakRSSBytes), p.CPUSeconds, syscallsText(p.Syscalls, p.SyscallsPerSaga))
+	}
+	fmt.Fprintf(w, "  syscalls counted: %s\n", r.SyscallSource)
+	if m := r.MemoryAtPeak; m != nil {
+		fmt.Fprintf(w, "  RSS at the timed part's peak (%.0fs in): %.1f MB = Go heap objects %.1f + Go heap free %.1f + stacks %.1f + Go runtime %.1f + outside Go (SQLite's C heap …) %.1f + files mapped (the binary, bleve, -shm) %.1f; GC goal %.1f MB\n",
+			m.At, mb(m.RSSBytes), mb(m.HeapLiveBytes), mb(m.HeapFreeBytes), mb(m.StacksBytes), mb(m.GoOtherBytes), mb(m.OutsideGoBytes), mb(m.FileBytes), mb(m.HeapGoalBytes))
 	}
 	fmt.Fprintf(w, "%-50s %10s %10s %10s\n", "step (ledger transition times)", "p50", "p99", "max")
 	for _, s := range r.Steps {
@@ -163,6 +166,25 @@ func printBench(w io.Writer, r bench.Result) {
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}
 	fmt.Fprintln(w, r.Line)
+}
+
+// timedPeakText is " (timed part N MB)", or nothing when unknown.
+func timedPeakText(b int64) string {
+	if b == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (timed part %.1f MB)", mb(b))
+}
+
+// syscallsText is "<per saga> per saga (<read> r + <write> w)", or n/a.
+func syscallsText(c *bench.SyscallCount, perSaga *float64) string {
+	if c == nil {
+		return "n/a"
+	}
+	if perSaga == nil {
+		return fmt.Sprintf("%d (%d r + %d w)", c.Total(), c.Read, c.Write)
+	}
+	return fmt.Sprintf("%.1f per saga (%d r + %d w)", *perSaga, c.Read, c.Write)
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

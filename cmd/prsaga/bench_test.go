@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os/exec"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +48,7 @@ func TestBenchInproc(t *testing.T) {
 				t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 			}
 			checkResult(t, stdout.String(), w+" 20 4 2")
+			checkSyscallsText(t, stdout.String(), 1)
 			if !strings.Contains(stderr.String(), "20/20") {
 				t.Errorf("no progress bar on stderr:\n%s", stderr.String())
 			}
@@ -78,6 +81,8 @@ func TestBenchJSON(t *testing.T) {
 	if !resultLine.MatchString(r.Line) || r.OK != 6 || r.Bad != 0 || r.Workload != "W2" || len(r.Steps) == 0 {
 		t.Errorf("result: line %q ok=%d bad=%d workload %s steps %d", r.Line, r.OK, r.Bad, r.Workload, len(r.Steps))
 	}
+	checkSyscallsJSON(t, r)
+	checkPeaksJSON(t, r)
 	if len(r.Queries) != 6 {
 		t.Fatalf("preload queries: got %d, want 6: %+v", len(r.Queries), r.Queries)
 	}
@@ -128,8 +133,104 @@ func TestBenchProcs(t *testing.T) {
 			t.Errorf("no usage line for the %s process:\n%s", svc, stdout.String())
 		}
 	}
+	checkSyscallsText(t, stdout.String(), 6)
 	// Every child was stopped: none is left serving.
 	if out, _ := exec.Command("pgrep", "-f", bin+" serve").Output(); len(out) > 0 {
 		t.Errorf("service processes left running: %s", out)
+	}
+}
+
+// checkSyscallsJSON checks the syscall figures of a run: on Linux every
+// process made read/write syscalls in the timed part (each saga writes its
+// SQLite WAL and talks to NATS), elsewhere they are absent, not zero.
+func checkSyscallsJSON(t *testing.T, r bench.Result) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		if r.Syscalls != nil || r.SyscallsPerSaga != nil || !strings.HasPrefix(r.SyscallSource, "n/a") {
+			t.Errorf("syscalls without /proc: %+v %v %q", r.Syscalls, r.SyscallsPerSaga, r.SyscallSource)
+		}
+		return
+	}
+	if r.Syscalls == nil || r.SyscallsPerSaga == nil {
+		t.Fatalf("no syscall figures on Linux: %+v %v %q", r.Syscalls, r.SyscallsPerSaga, r.SyscallSource)
+	}
+	if r.Syscalls.Read <= 0 || r.Syscalls.Write <= 0 {
+		t.Errorf("syscalls read %d write %d, want both > 0", r.Syscalls.Read, r.Syscalls.Write)
+	}
+	if want := float64(r.Syscalls.Total()) / float64(r.OK); *r.SyscallsPerSaga != want {
+		t.Errorf("syscalls per saga %v, want %v", *r.SyscallsPerSaga, want)
+	}
+	// Plausible: a saga writes ten-odd transactions and as many messages;
+	// a million calls per saga would be a counter read wrongly.
+	if *r.SyscallsPerSaga < 10 || *r.SyscallsPerSaga > 1e6 {
+		t.Errorf("implausible %v syscalls per saga", *r.SyscallsPerSaga)
+	}
+	if r.SyscallSource != bench.SyscallSource {
+		t.Errorf("syscall source %q", r.SyscallSource)
+	}
+	var sum int64
+	for _, p := range r.Processes {
+		if p.Syscalls == nil || p.Syscalls.Total() <= 0 {
+			t.Errorf("process %s: syscalls %+v", p.Name, p.Syscalls)
+			continue
+		}
+		sum += p.Syscalls.Total()
+	}
+	if sum != r.Syscalls.Total() {
+		t.Errorf("processes' syscalls sum to %d, the run's to %d", sum, r.Syscalls.Total())
+	}
+	if r.CPUMsPerSaga <= 0 {
+		t.Errorf("cpu_ms_per_saga %v", r.CPUMsPerSaga)
+	}
+}
+
+// syscallsPerSaga is the report's "syscalls X per saga (R r + W w)".
+var syscallsPerSaga = regexp.MustCompile(`syscalls (\d+\.\d) per saga \((\d+) r \+ (\d+) w\)`)
+
+// checkSyscallsText checks the text report: the run's line and each of
+// its processes' lines carry syscalls per saga (> 0 on Linux, n/a
+// elsewhere), and the report says what was counted.
+func checkSyscallsText(t *testing.T, out string, processes int) {
+	t.Helper()
+	if !strings.Contains(out, "syscalls counted: ") {
+		t.Errorf("the report does not say which syscalls it counted:\n%s", out)
+	}
+	if runtime.GOOS != "linux" {
+		if n := strings.Count(out, "syscalls n/a"); n != processes+1 {
+			t.Errorf("%d n/a syscall figures, want %d:\n%s", n, processes+1, out)
+		}
+		return
+	}
+	if !strings.Contains(out, "syscalls counted: read+write syscalls: syscr + syscw of /proc/[pid]/io") {
+		t.Errorf("the report does not name /proc/<pid>/io's syscr and syscw:\n%s", out)
+	}
+	ms := syscallsPerSaga.FindAllStringSubmatch(out, -1)
+	if len(ms) != processes+1 {
+		t.Fatalf("%d syscall figures, want %d (the run and each process):\n%s", len(ms), processes+1, out)
+	}
+	for _, m := range ms {
+		per, _ := strconv.ParseFloat(m[1], 64)
+		r, _ := strconv.ParseInt(m[2], 10, 64)
+		w, _ := strconv.ParseInt(m[3], 10, 64)
+		if per <= 0 || r+w <= 0 {
+			t.Errorf("implausible syscall figure %q:\n%s", m[0], out)
+		}
+	}
+}
+
+// checkPeaksJSON checks the peak RSS figures: on Linux the timed part's
+// peak is known for every process and at most the whole run's.
+func checkPeaksJSON(t *testing.T, r bench.Result) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	if r.TimedPeakRSSBytes <= 0 || r.TimedPeakRSSBytes > r.PeakRSSBytes {
+		t.Errorf("timed part's peak RSS %d, the run's %d", r.TimedPeakRSSBytes, r.PeakRSSBytes)
+	}
+	for _, p := range r.Processes {
+		if p.TimedPeakRSSBytes <= 0 || p.TimedPeakRSSBytes > p.PeakRSSBytes {
+			t.Errorf("%s: timed part's peak RSS %d, the run's %d", p.Name, p.TimedPeakRSSBytes, p.PeakRSSBytes)
+		}
 	}
 }

@@ -189,18 +189,29 @@ func (p *procs) URL(service string) string {
 
 func (p *procs) Usage() []procUsage {
 	cpu, rss := selfUsage()
-	out := []procUsage{{Name: "bench + nats", CPU: cpu, PeakRSS: rss}}
+	out := []procUsage{{Name: "bench + nats", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self")}}
 	for _, c := range p.children {
 		u := procUsage{Name: c.name}
 		select {
 		case <-c.done:
+			// An exited child's I/O counts went with its /proc entry:
+			// the run reads them while the children still run.
 			u.CPU, u.PeakRSS = exitedUsage(c.cmd.ProcessState)
 		default:
-			u.CPU, u.PeakRSS = procCPU(c.cmd.Process.Pid), procPeakRSS(c.cmd.Process.Pid)
+			pid := c.cmd.Process.Pid
+			u.CPU, u.PeakRSS, u.Syscalls = procCPU(pid), procPeakRSS(pid), procSyscalls(strconv.Itoa(pid))
 		}
 		out = append(out, u)
 	}
 	return out
+}
+
+func (p *procs) ResetPeakRSS() bool {
+	ok := resetPeakRSS("self")
+	for _, c := range p.children {
+		ok = resetPeakRSS(strconv.Itoa(c.cmd.Process.Pid)) && ok
+	}
+	return ok
 }
 
 // Stop asks every child to shut down (SIGTERM), kills those still running

@@ -29,12 +29,27 @@ type Result struct {
 
 	// PeakRSSBytes sums the peak RSS of every process of the run.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// TimedPeakRSSBytes sums their peaks within the timed part alone (0
+	// where the peak could not be reset at its start): without the
+	// benchmark's set-up and checks.
+	TimedPeakRSSBytes int64 `json:"timed_peak_rss_bytes,omitempty"`
 	// CPUSeconds is the CPU time every process spent during the timed part.
-	CPUSeconds float64        `json:"cpu_seconds"`
-	Processes  []ProcessUsage `json:"processes"`
-	Steps      []Quantiles    `json:"steps"`
-	Queries    []QueryStat    `json:"queries,omitempty"`
-	Soak       *SoakReport    `json:"soak,omitempty"`
+	// MemoryAtPeak is what made up the RSS at the timed part's peak
+	// (inproc mode, Linux).
+	MemoryAtPeak *MemoryBreakdown `json:"memory_at_peak,omitempty"`
+	CPUSeconds   float64          `json:"cpu_seconds"`
+	// CPUMsPerSaga is CPUSeconds per ok saga, in milliseconds.
+	CPUMsPerSaga float64 `json:"cpu_ms_per_saga"`
+	// Syscalls every process made during the timed part, as counted by
+	// SyscallSource; nil (and SyscallsPerSaga nil) when any process's
+	// count is unavailable.
+	Syscalls        *SyscallCount  `json:"syscalls"`
+	SyscallsPerSaga *float64       `json:"syscalls_per_saga"`
+	SyscallSource   string         `json:"syscall_source"`
+	Processes       []ProcessUsage `json:"processes"`
+	Steps           []Quantiles    `json:"steps"`
+	Queries         []QueryStat    `json:"queries,omitempty"`
+	Soak            *SoakReport    `json:"soak,omitempty"`
 	// Problems found by the world check, and why sagas failed (capped).
 	Problems []string `json:"problems,omitempty"`
 	TimedOut bool     `json:"timed_out"`
@@ -43,9 +58,13 @@ type Result struct {
 
 // ProcessUsage is one process's share.
 type ProcessUsage struct {
-	Name         string  `json:"name"`
-	PeakRSSBytes int64   `json:"peak_rss_bytes"`
-	CPUSeconds   float64 `json:"cpu_seconds"`
+	Name              string  `json:"name"`
+	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+	TimedPeakRSSBytes int64   `json:"timed_peak_rss_bytes,omitempty"`
+	CPUSeconds        float64 `json:"cpu_seconds"`
+	// Syscalls during the timed part; nil where /proc does not say.
+	Syscalls        *SyscallCount `json:"syscalls"`
+	SyscallsPerSaga *float64      `json:"syscalls_per_saga"`
 }
 
 // Quantiles of one measured span.
@@ -103,7 +122,7 @@ var stepNames = []string{
 	"INDEXING → MERGED (indexer)",
 }
 
-var stepStates = []contracts.State{contracts.StateValidating, contracts.StateMerging, contracts.StateNotifying, contracts.StateIndexing, contracts.StateMerged}
+var stepStates = [...]contracts.State{contracts.StateValidating, contracts.StateMerging, contracts.StateNotifying, contracts.StateIndexing, contracts.StateMerged}
 
 // timings derives latencies (publish → MERGED) and per-step spans from
 // the ledger's transitions of the sagas that are ok; it also returns the
@@ -114,14 +133,8 @@ func timings(d *driver, out []outcome) (lat []time.Duration, steps [][]time.Dura
 		if !o.ok() {
 			continue
 		}
-		at := map[contracts.State]time.Time{}
-		for _, t := range o.saga.Transitions {
-			if !t.Inferred {
-				at[contracts.State(t.ToState)] = t.At
-			}
-		}
-		merged, ok := at[contracts.StateMerged]
-		if !ok {
+		merged := o.at[len(stepStates)-1] // MERGED
+		if merged.IsZero() {
 			continue
 		}
 		lat = append(lat, merged.Sub(d.sent[i]))
@@ -132,9 +145,8 @@ func timings(d *driver, out []outcome) (lat []time.Duration, steps [][]time.Dura
 			last = merged
 		}
 		prev := d.sent[i]
-		for k, s := range stepStates {
-			t, ok := at[s]
-			if !ok {
+		for k, t := range o.at {
+			if t.IsZero() {
 				break
 			}
 			steps[k] = append(steps[k], t.Sub(prev))

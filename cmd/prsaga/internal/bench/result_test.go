@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 )
 
 func TestFormatLine(t *testing.T) {
@@ -62,5 +65,66 @@ func TestOptionsValidate(t *testing.T) {
 	bad.Mode, bad.N, bad.Exe = ModeProcs, 0, ""
 	if err := bad.Validate(); err == nil {
 		t.Error("procs without Exe and N=0 accepted")
+	}
+}
+
+func TestStepTimesAndTimings(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ts := []client.Transition{
+		{ToState: "VALIDATING", At: at(10)},
+		{ToState: "MERGING", At: at(30)},
+		{ToState: "NOTIFYING", At: at(45), Inferred: true}, // not a time the ledger saw
+		{ToState: "MERGING", At: at(40)},                   // a retry: the last one counts
+		{ToState: "NOTIFYING", At: at(60)},
+		{ToState: "INDEXING", At: at(70)},
+		{ToState: "MERGED", At: at(100)},
+	}
+	got := stepTimes(ts)
+	want := [len(stepStates)]time.Time{at(10), at(40), at(60), at(70), at(100)}
+	if got != want {
+		t.Fatalf("stepTimes: got %v, want %v", got, want)
+	}
+	d := &driver{prs: []pr{{id: "a"}, {id: "b"}}, sent: []time.Time{t0, t0}}
+	out := []outcome{{at: got, fetched: true}, {at: stepTimes(ts[:2]), fetched: true}} // b never MERGED
+	lat, steps, first, last := timings(d, out)
+	if len(lat) != 1 || lat[0] != 100*time.Millisecond || !first.Equal(t0) || !last.Equal(at(100)) {
+		t.Errorf("latencies %v, first %v, last %v", lat, first, last)
+	}
+	for k, w := range []time.Duration{10, 30, 20, 10, 30} {
+		if len(steps[k]) != 1 || steps[k][0] != w*time.Millisecond {
+			t.Errorf("step %d: %v, want [%v]", k, steps[k], w*time.Millisecond)
+		}
+	}
+}
+
+func TestCheckContextGrace(t *testing.T) {
+	parent := context.Background()
+	for _, c := range []struct {
+		name     string
+		left     time.Duration
+		timedOut bool
+		n        int
+		atLeast  time.Duration
+	}{
+		{"ended 1s before the timeout", time.Second, false, 10, checkGrace},
+		{"timed out", 0, true, 10, checkGrace},
+		{"ten thousand sagas", time.Second, false, 10000, 50 * time.Second},
+	} {
+		ctx, cancel := context.WithTimeout(parent, c.left)
+		cc, ccancel := checkContext(ctx, parent, c.timedOut, c.n)
+		dl, ok := cc.Deadline()
+		if !ok || time.Until(dl) < c.atLeast-time.Second {
+			t.Errorf("%s: checks have %v, want at least %v", c.name, time.Until(dl), c.atLeast)
+		}
+		ccancel()
+		cancel()
+	}
+	ctx, cancel := context.WithTimeout(parent, time.Hour)
+	defer cancel()
+	if cc, ccancel := checkContext(ctx, parent, false, 10); cc != ctx {
+		t.Error("a run with time left got another context for its checks")
+	} else {
+		ccancel()
 	}
 }

@@ -129,7 +129,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Soak {
 		smp = startSampler(ctx, o.Dir, metricsURLs(sys), o.SampleEvery, func() int64 { return d.merged.Load() + d.failed.Load() })
 	}
+	// The peak RSS of the timed part alone, as well as the whole run's:
+	// the set-up (building the repositories) and the checks after it
+	// (reading every saga back) are the benchmark's, not the services'.
+	setup := sys.Usage()
+	timedPeak := sys.ResetPeakRSS()
 	before := sys.Usage()
+	var mem *memSampler
+	if o.Mode == ModeInproc {
+		mem = startMemSampler(time.Second)
+	}
 	bar := startProgress(o.Progress, fmt.Sprintf("%s %s", o.Workload, o.Mode), o.N, d)
 	runErr := d.run(ctx, o.Concurrency)
 	bar.Stop()
@@ -138,6 +147,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		samples = smp.stop()
 	}
 	after := sys.Usage()
+	if mem != nil {
+		res.MemoryAtPeak = mem.Stop()
+	}
 	stopProfile()
 	stopWatch()
 	if err := writeHeapProfile(o.MemProfile); err != nil {
@@ -156,12 +168,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res.Problems = append(res.Problems, err.Error())
 	}
 
-	checkCtx := ctx
-	if res.TimedOut {
-		var cancelCheck context.CancelFunc
-		checkCtx, cancelCheck = context.WithTimeout(context.WithoutCancel(parent), checkGrace)
-		defer cancelCheck()
-	}
+	checkCtx, cancelCheck := checkContext(ctx, parent, res.TimedOut, o.N)
+	defer cancelCheck()
 	note(o.Progress, "checking the world")
 	out := make([]outcome, len(prs))
 	if err := readLedger(checkCtx, client.New(sys.URL(contracts.ServiceLedger), ""), d, out); err != nil {
@@ -194,12 +202,29 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, fmt.Errorf("check repositories: %w", err)
 	}
 	res.Problems = append(res.Problems, gitProblems...)
-	summarise(&res, d, out, before, after, final)
+	summarise(&res, d, out, setup, before, after, final, timedPeak)
 	return res, nil
 }
 
+// checkContext bounds the checks after the timed part. They get at least
+// a grace period (checkGrace, or 5 ms per saga: reading 10,000 sagas back
+// from a loaded machine takes tens of seconds) beyond a run that hit its
+// timeout or ended just before it, so that the report still comes.
+func checkContext(ctx, parent context.Context, timedOut bool, n int) (context.Context, context.CancelFunc) {
+	grace := max(checkGrace, time.Duration(n)*5*time.Millisecond)
+	if dl, ok := ctx.Deadline(); timedOut || (ok && time.Until(dl) < grace) {
+		return context.WithTimeout(context.WithoutCancel(parent), grace)
+	}
+	return ctx, func() {}
+}
+
 // summarise fills in the figures and the line.
-func summarise(res *Result, d *driver, out []outcome, before, after, final []procUsage) {
+//
+// setup is the usage before the timed part (its peak RSS that of the
+// set-up), before and after that at its start and end (after's peak RSS
+// that of the timed part when timedPeak, the peaks having been reset at
+// its start), final that after the checks.
+func summarise(res *Result, d *driver, out []outcome, setup, before, after, final []procUsage, timedPeak bool) {
 	var failures []string
 	for i, o := range out {
 		if o.ok() {
@@ -232,17 +257,49 @@ func summarise(res *Result, d *driver, out []outcome, before, after, final []pro
 	}
 	res.Steps = append(res.Steps, q)
 	var cpu time.Duration
+	sys, sysKnown := SyscallCount{}, len(final) > 0
 	for i := range final {
 		u := ProcessUsage{Name: final[i].Name, PeakRSSBytes: final[i].PeakRSS}
+		if i < len(setup) {
+			u.PeakRSSBytes = max(u.PeakRSSBytes, setup[i].PeakRSS)
+		}
+		if timedPeak && i < len(after) {
+			u.TimedPeakRSSBytes = after[i].PeakRSS
+			res.TimedPeakRSSBytes += u.TimedPeakRSSBytes
+		}
 		if i < len(before) && i < len(after) {
 			u.CPUSeconds = (after[i].CPU - before[i].CPU).Seconds()
 			cpu += after[i].CPU - before[i].CPU
+			u.Syscalls = syscallsBetween(before[i].Syscalls, after[i].Syscalls)
+		}
+		if u.Syscalls != nil {
+			sys.Read += u.Syscalls.Read
+			sys.Write += u.Syscalls.Write
+			u.SyscallsPerSaga = perOK(u.Syscalls.Total(), res.OK)
+		} else {
+			sysKnown = false
 		}
 		res.PeakRSSBytes += u.PeakRSSBytes
 		res.Processes = append(res.Processes, u)
 	}
 	res.CPUSeconds = cpu.Seconds()
+	if res.OK > 0 {
+		res.CPUMsPerSaga = res.CPUSeconds / float64(res.OK) * 1000
+	}
+	res.SyscallSource = syscallsUnavailable
+	if sysKnown {
+		res.Syscalls, res.SyscallsPerSaga, res.SyscallSource = &sys, perOK(sys.Total(), res.OK), SyscallSource
+	}
 	res.Line = res.FormatLine()
+}
+
+// perOK is n per ok saga; nil without ok sagas.
+func perOK(n int64, ok int) *float64 {
+	if ok == 0 {
+		return nil
+	}
+	v := float64(n) / float64(ok)
+	return &v
 }
 
 // postStatuses records ci=success on every PR head through the

@@ -21,6 +21,9 @@ type system interface {
 	URL(service string) string
 	// Usage reports CPU time so far and peak RSS per process.
 	Usage() []procUsage
+	// ResetPeakRSS starts every process's peak RSS afresh from its current
+	// RSS; false when some process's could not be.
+	ResetPeakRSS() bool
 	// Stop stops every service and process and releases the connection;
 	// it returns the final usage (for processes that exited, their rusage).
 	Stop() []procUsage
@@ -31,6 +34,8 @@ type procUsage struct {
 	Name    string
 	CPU     time.Duration
 	PeakRSS int64
+	// Syscalls so far (/proc/<pid>/io); nil where /proc does not say.
+	Syscalls *SyscallCount
 }
 
 // busConfig is the bus configuration of cfg, for the benchmark's client.
@@ -84,8 +89,10 @@ func (s *inproc) Client() *bus.Bus  { return s.b }
 func (s *inproc) URL(string) string { return s.st.URL }
 func (s *inproc) Usage() []procUsage {
 	cpu, rss := selfUsage()
-	return []procUsage{{Name: "prsaga (all services)", CPU: cpu, PeakRSS: rss}}
+	return []procUsage{{Name: "prsaga (all services)", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self")}}
 }
+
+func (s *inproc) ResetPeakRSS() bool { return resetPeakRSS("self") }
 
 func (s *inproc) Stop() []procUsage {
 	s.b.Close()

@@ -62,6 +62,80 @@ func procPeakRSS(pid int) int64 {
 	return 0
 }
 
+// procSyscalls reads a process's syscr and syscw from /proc/<pid>/io
+// (pid "self" for this one); nil when the file or a field is missing.
+func procSyscalls(pid string) *SyscallCount {
+	b, err := os.ReadFile("/proc/" + pid + "/io")
+	if err != nil {
+		return nil
+	}
+	var c SyscallCount
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "syscr":
+			c.Read, seen = n, seen+1
+		case "syscw":
+			c.Write, seen = n, seen+1
+		}
+	}
+	if seen != 2 {
+		return nil
+	}
+	return &c
+}
+
+// selfRSS is this process's RSS now and its anonymous and file-backed
+// (with shared memory) parts, from /proc/self/status.
+func selfRSS() (rss, anon, file int64, ok bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, found := strings.Cut(line, ":")
+		if !found {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "VmRSS":
+			rss, seen = kb*1024, seen+1
+		case "RssAnon":
+			anon, seen = kb*1024, seen+1
+		case "RssFile", "RssShmem":
+			file, seen = file+kb*1024, seen+1
+		}
+	}
+	return rss, anon, file, seen == 4
+}
+
+// resetPeakRSS sets a process's peak RSS (VmHWM, and so getrusage's
+// maxrss) back to its current RSS (pid "self" for this one), so that a
+// later reading is the peak since now; false where the kernel refuses
+// (/proc/<pid>/clear_refs, Linux 4.0+, writable by the process's owner).
+func resetPeakRSS(pid string) bool {
+	f, err := os.OpenFile("/proc/"+pid+"/clear_refs", os.O_WRONLY, 0)
+	if err != nil {
+		return false
+	}
+	_, werr := f.WriteString("5")
+	cerr := f.Close()
+	return werr == nil && cerr == nil
+}
+
 // exitedUsage is an exited child's CPU time and peak RSS from its rusage.
 func exitedUsage(ps *os.ProcessState) (time.Duration, int64) {
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
