@@ -71,6 +71,9 @@ func (m *treeMerge) findInexactRenames(base plumbing.Hash, sides []renameSide) e
 	}
 	sims := &simCache{r: m.r, chunks: map[plumbing.Hash]map[string]int{}, sizes: map[plumbing.Hash]int64{}}
 	for _, s := range sides {
+		if len(s.del) == 0 || len(s.add) == 0 {
+			continue // no pair: W2's target side adds hundreds of files and deletes none
+		}
 		del, add := inexactCandidates(s.del, s.add)
 		if len(del) == 0 || len(add) == 0 || len(del) > maxRenameSide || len(add) > maxRenameSide {
 			continue

@@ -18,6 +18,13 @@ import (
 type History struct {
 	s     *gitobj.Store
 	graph *commitGraph
+	// tips are the ancestor sets of the last targets merged into
+	// (ancestors.go), most recent first; seedWait counts the misses to let
+	// pass before building one again, when the last one built served no
+	// merge (targets that jump about: merge-check's replays).
+	tips     []*ancestorSet
+	seedWait int
+	setHits  int // merge bases the ancestor sets served, for tests
 }
 
 // New is an empty history of the repository whose objects s holds.
@@ -29,11 +36,11 @@ func New(s *gitobj.Store) *History {
 func (r *History) Nodes() int { return len(r.graph.nodes) }
 
 // Reset drops the graph; the next merge rebuilds it from the history.
-func (r *History) Reset() { r.graph = newCommitGraph() }
+func (r *History) Reset() { r.graph, r.tips = newCommitGraph(), nil }
 
 // Disable drops the graph and serves every later question by go-git's
 // plain walks, as for a history beyond the graph's bound; for tests.
-func (r *History) Disable() { r.graph = &commitGraph{tooLarge: true} }
+func (r *History) Disable() { r.graph, r.tips = &commitGraph{tooLarge: true}, nil }
 
 // Added puts a commit just made into the graph, if its parents are in it
 // or can be read; the next merge into its branch starts from it.
@@ -175,7 +182,7 @@ func (r *History) MergeBases(ctx context.Context, a, b *object.Commit) ([]*objec
 	if a.Hash == b.Hash {
 		found = []plumbing.Hash{a.Hash}
 	} else {
-		found = r.graph.paintDownToCommon(a.Hash, b.Hash)
+		found = r.mergeBases(a.Hash, b.Hash)
 	}
 	bases := make([]*object.Commit, 0, len(found))
 	for _, h := range found {
