@@ -24,8 +24,12 @@ import (
 // simply ages out.
 
 // DefaultCacheBytes is the budget of a Cache when the Repos' Options
-// leave it zero.
-const DefaultCacheBytes = 64 << 20
+// leave it zero. W2 at 10,000 sagas filled 64 MiB with root trees that
+// no merge reads again (each merge writes its repository's next one),
+// and the heap's GC goal doubled that: 459 MB peak RSS for the whole
+// inproc run against 369 MB with 24 MiB, at the same CPU per saga
+// (docs/performance.md, issue 19).
+const DefaultCacheBytes = 24 << 20
 
 // Kinds of cached values; a hash is cached once per kind and repository.
 const (
