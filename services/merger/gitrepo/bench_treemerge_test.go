@@ -23,14 +23,7 @@ func BenchmarkTreeMergeWideRoot(b *testing.B) {
 	for _, root := range []int{50, 500} {
 		dir := b.TempDir()
 		main := buildWideRepo(b, dir, root, prs)
-		repos, err := NewRepos(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			b.Fatal(err)
-		}
+		repo := openBenchRepo(b, dir, Options{})
 		done := repo.store.Session()
 		target, err := repo.store.Commit(plumbing.NewHash(main))
 		if err != nil {
