@@ -63,18 +63,11 @@ func BenchmarkMergeBasesDeep(b *testing.B) {
 // first commit too. It returns main's commits, oldest first, and pr's head.
 func buildDeepRepo(b *testing.B, dir string, depth int) ([]string, string) {
 	b.Helper()
-	gitDir := filepath.Join(dir, "acme", "widgets.git")
 	marks := filepath.Join(dir, "marks")
-	git := func(stdin string, args ...string) string {
-		b.Helper()
-		return benchGit(b, dir, stdin, args...)
-	}
-	git("", "init", "-q", "--bare", "-b", "main", gitDir)
 	var s strings.Builder
+	gitDir := widgetsImport(b, dir, &s)
 	file := func(name, content string) { fastImportFile(&s, name, content) }
 	// Marks: 1 the first commit; 2i+2 the i-th PR; 2i+3 its merge into main.
-	s.WriteString("commit refs/heads/main\nmark :1\ncommitter C <c@example.com> 1700000000 +0000\ndata 7\ninitial\n")
-	file("README.md", "# widgets\n")
 	for i := range depth {
 		fmt.Fprintf(&s, "\ncommit refs/heads/pr-%d\nmark :%d\ncommitter C <c@example.com> %d +0000\ndata 3\npr\nfrom :1\n", i, 2*i+2, 1700000001+2*i)
 		file(fmt.Sprintf("p_%d.txt", i), fmt.Sprintf("PR %d\n", i))
@@ -85,7 +78,7 @@ func buildDeepRepo(b *testing.B, dir string, depth int) ([]string, string) {
 	s.WriteString("\ncommit refs/heads/pr\ncommitter C <c@example.com> 1800000000 +0000\ndata 3\npr\nfrom :1\n")
 	file("new.txt", "new\n")
 	s.WriteString("\n")
-	git(s.String(), "--git-dir="+gitDir, "fast-import", "--quiet", "--export-marks="+marks)
+	benchGit(b, dir, s.String(), "--git-dir="+gitDir, "fast-import", "--quiet", "--export-marks="+marks)
 	out, err := os.ReadFile(marks)
 	if err != nil {
 		b.Fatal(err)
@@ -100,5 +93,5 @@ func buildDeepRepo(b *testing.B, dir string, depth int) ([]string, string) {
 	for i := range depth {
 		mains = append(mains, byMark[fmt.Sprintf(":%d", 2*i+3)])
 	}
-	return mains, git("", "--git-dir="+gitDir, "rev-parse", "pr")
+	return mains, benchGit(b, dir, "", "--git-dir="+gitDir, "rev-parse", "pr")
 }

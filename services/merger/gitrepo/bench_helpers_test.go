@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +29,18 @@ func benchGit(b *testing.B, home, stdin string, args ...string) string {
 		b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// widgetsImport makes acme/widgets a new bare repository under dir and
+// begins its fast-import stream in s: main's first commit (mark 1),
+// holding a README. It returns the repository's git directory.
+func widgetsImport(b *testing.B, dir string, s *strings.Builder) string {
+	b.Helper()
+	gitDir := filepath.Join(dir, "acme", "widgets.git")
+	benchGit(b, dir, "", "init", "-q", "--bare", "-b", "main", gitDir)
+	s.WriteString("commit refs/heads/main\nmark :1\ncommitter C <c@example.com> 1700000000 +0000\ndata 7\ninitial\n")
+	fastImportFile(s, "README.md", "# widgets\n")
+	return gitDir
 }
 
 // fastImportFile writes a fast-import command setting file name to

@@ -2,7 +2,6 @@ package gitrepo
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,12 +19,8 @@ import (
 //
 //	go test ./gitrepo -run '^$' -bench BenchmarkMergeWideRoot -benchtime 200x
 func BenchmarkMergeWideRoot(b *testing.B) {
-	gittest.Need(b)
 	const prs = 256
-	for _, root := range []int{50, 500} {
-		dir := b.TempDir()
-		main := buildWideRepo(b, dir, root, prs)
-		repo := openBenchRepo(b, dir, Options{})
+	eachWideRoot(b, prs, func(root int, main string, repo *Repo) {
 		b.Run(fmt.Sprintf("root=%d", root), func(b *testing.B) {
 			defer reportCPU(b)()
 			for i := 0; b.Loop(); i++ {
@@ -40,6 +35,18 @@ func BenchmarkMergeWideRoot(b *testing.B) {
 				mergeAnew(b, repo, main, req, i)
 			}
 		})
+	})
+}
+
+// eachWideRoot runs bench for each size of main's root tree the wide-root
+// benchmarks take, on acme/widgets built by buildWideRepo with prs PRs and
+// opened.
+func eachWideRoot(b *testing.B, prs int, bench func(root int, main string, repo *Repo)) {
+	gittest.Need(b)
+	for _, root := range []int{50, 500} {
+		dir := b.TempDir()
+		main := buildWideRepo(b, dir, root, prs)
+		bench(root, main, openBenchRepo(b, dir, Options{}))
 	}
 }
 
@@ -49,16 +56,9 @@ func BenchmarkMergeWideRoot(b *testing.B) {
 // top of the first commit. It returns main's head.
 func buildWideRepo(b *testing.B, dir string, root, prs int) string {
 	b.Helper()
-	gitDir := filepath.Join(dir, "acme", "widgets.git")
-	git := func(stdin string, args ...string) string {
-		b.Helper()
-		return benchGit(b, dir, stdin, args...)
-	}
-	git("", "init", "-q", "--bare", "-b", "main", gitDir)
 	var s strings.Builder
+	gitDir := widgetsImport(b, dir, &s)
 	file := func(name, content string) { fastImportFile(&s, name, content) }
-	s.WriteString("commit refs/heads/main\nmark :1\ncommitter C <c@example.com> 1700000000 +0000\ndata 7\ninitial\n")
-	file("README.md", "# widgets\n")
 	s.WriteString("\ncommit refs/heads/main\nmark :2\ncommitter C <c@example.com> 1700000001 +0000\ndata 6\nmerged\nfrom :1\n")
 	for i := range root {
 		file(fmt.Sprintf("f_%d.txt", i), fmt.Sprintf("file %d of the benchmark\n", i))
@@ -69,6 +69,6 @@ func buildWideRepo(b *testing.B, dir string, root, prs int) string {
 	}
 	s.WriteString("\n")
 	// Loose objects, as the workload's repositories hold them.
-	git(s.String(), "--git-dir="+gitDir, "-c", "fastimport.unpackLimit=1000000", "fast-import", "--quiet")
-	return git("", "--git-dir="+gitDir, "rev-parse", "main")
+	benchGit(b, dir, s.String(), "--git-dir="+gitDir, "-c", "fastimport.unpackLimit=1000000", "fast-import", "--quiet")
+	return benchGit(b, dir, "", "--git-dir="+gitDir, "rev-parse", "main")
 }
