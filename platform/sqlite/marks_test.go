@@ -18,6 +18,24 @@ func emitIDs(t *testing.T, db *sqlite.DB, ids ...string) {
 	}
 }
 
+// emitSoon opens a database, emits outbox rows ids and hands them all to
+// MarkSoon.
+func emitSoon(t *testing.T, ids ...string) *sqlite.DB {
+	t.Helper()
+	db, _ := openClock(t)
+	emitIDs(t, db, ids...)
+	db.MarkSoon(ids)
+	return db
+}
+
+// wantNoneUnsent fails t unless every outbox row of db is marked sent.
+func wantNoneUnsent(t *testing.T, db *sqlite.DB, when string) {
+	t.Helper()
+	if got := unsentIDs(t, db, 10); len(got) != 0 {
+		t.Fatalf("%s: unsent %v, want none", when, got)
+	}
+}
+
 // Rows handed to MarkSoon are marked sent by the next transaction of any
 // caller; the relay's MarkSent then finds them marked and commits nothing.
 func TestMarkSoonFoldsIntoTheNextCommit(t *testing.T) {
@@ -66,18 +84,14 @@ func TestMarkSoonFoldsIntoTheNextCommit(t *testing.T) {
 	if err := db.MarkSent(ctx, []string{"s-1", "s-3"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := unsentIDs(t, db, 10); len(got) != 0 {
-		t.Errorf("unsent %v after MarkSent, want none", got)
-	}
+	wantNoneUnsent(t, db, "after MarkSent")
 }
 
 // A transaction that does not commit marks nothing: the ids wait for the
 // next one, and a fold never costs a caller's unit its outcome.
 func TestMarkSoonWaitsForACommit(t *testing.T) {
 	ctx := testContext(t)
-	db, _ := openClock(t)
-	emitIDs(t, db, "w-1")
-	db.MarkSoon([]string{"w-1"})
+	db := emitSoon(t, "w-1")
 	errNo := errors.New("no")
 	if err := db.Update(ctx, func(tx store.Tx) error { return errNo }); !errors.Is(err, errNo) {
 		t.Fatalf("update: %v, want %v", err, errNo)
@@ -89,22 +103,16 @@ func TestMarkSoonWaitsForACommit(t *testing.T) {
 	if err != nil || errs[0] != nil || !errors.Is(errs[1], errNo) {
 		t.Fatalf("update each: %v %v", errs, err)
 	}
-	if got := unsentIDs(t, db, 10); len(got) != 0 {
-		t.Fatalf("after a commit: unsent %v, want none", got)
-	}
+	wantNoneUnsent(t, db, "after a commit")
 }
 
 // MarkSent of rows handed to MarkSoon and not folded yet marks them
 // itself.
 func TestMarkSentTakesBackUnfoldedIDs(t *testing.T) {
 	ctx := testContext(t)
-	db, _ := openClock(t)
-	emitIDs(t, db, "u-1")
-	db.MarkSoon([]string{"u-1"})
+	db := emitSoon(t, "u-1")
 	if err := db.MarkSent(ctx, []string{"u-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := unsentIDs(t, db, 10); len(got) != 0 {
-		t.Fatalf("after MarkSent: unsent %v, want none", got)
-	}
+	wantNoneUnsent(t, db, "after MarkSent")
 }

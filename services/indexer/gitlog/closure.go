@@ -132,18 +132,13 @@ func below(ctx context.Context, get func(plumbing.Hash) (*object.Commit, error),
 			if p == head {
 				met = true
 			}
-			if _, ok := set[p]; ok {
-				continue
-			}
-			if _, ok := seen[p]; ok {
-				continue
-			}
-			seen[p] = struct{}{}
-			pc, err := get(p)
+			pc, err := unreached(get, p, set, seen)
 			if err != nil {
 				return nil, false, err
 			}
-			stack = append(stack, pc)
+			if pc != nil {
+				stack = append(stack, pc)
+			}
 		}
 	}
 	if head == plumbing.ZeroHash {
@@ -175,19 +170,27 @@ func newest(ctx context.Context, get func(plumbing.Hash) (*object.Commit, error)
 		c := heap.Pop(&q).(*object.Commit)
 		commits = append(commits, c)
 		for _, p := range c.ParentHashes {
-			if _, ok := set[p]; ok {
-				continue
-			}
-			if _, ok := seen[p]; ok {
-				continue
-			}
-			seen[p] = struct{}{}
-			pc, err := get(p)
+			pc, err := unreached(get, p, set, seen)
 			if err != nil {
 				return nil, false, err
 			}
-			heap.Push(&q, pc)
+			if pc != nil {
+				heap.Push(&q, pc)
+			}
 		}
 	}
 	return commits, false, nil
+}
+
+// unreached reads parent p with get and marks it seen, unless a walk has
+// already reached it (it is in set, or seen): then it returns nil.
+func unreached(get func(plumbing.Hash) (*object.Commit, error), p plumbing.Hash, set, seen map[plumbing.Hash]struct{}) (*object.Commit, error) {
+	if _, ok := set[p]; ok {
+		return nil, nil
+	}
+	if _, ok := seen[p]; ok {
+		return nil, nil
+	}
+	seen[p] = struct{}{}
+	return get(p)
 }

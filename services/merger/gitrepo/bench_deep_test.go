@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/prsaga/prsaga/platform/gittest"
@@ -29,14 +27,7 @@ func BenchmarkMergeBasesDeep(b *testing.B) {
 	for _, depth := range []int{50, 500, 5000} {
 		dir := b.TempDir()
 		mains, pr := buildDeepRepo(b, dir, depth)
-		repos, err := NewRepos(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			b.Fatal(err)
-		}
+		repo := openBenchRepo(b, dir, Options{})
 		done := repo.store.Session()
 		prc, err := repo.store.Commit(plumbing.NewHash(pr))
 		if err != nil {
@@ -72,29 +63,11 @@ func BenchmarkMergeBasesDeep(b *testing.B) {
 // first commit too. It returns main's commits, oldest first, and pr's head.
 func buildDeepRepo(b *testing.B, dir string, depth int) ([]string, string) {
 	b.Helper()
-	gitDir := filepath.Join(dir, "acme", "widgets.git")
 	marks := filepath.Join(dir, "marks")
-	git := func(stdin string, args ...string) string {
-		b.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+dir)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git("", "init", "-q", "--bare", "-b", "main", gitDir)
 	var s strings.Builder
-	file := func(name, content string) {
-		fmt.Fprintf(&s, "M 100644 inline %s\ndata %d\n%s\n", name, len(content), content)
-	}
+	gitDir := widgetsImport(b, dir, &s)
+	file := func(name, content string) { fastImportFile(&s, name, content) }
 	// Marks: 1 the first commit; 2i+2 the i-th PR; 2i+3 its merge into main.
-	s.WriteString("commit refs/heads/main\nmark :1\ncommitter C <c@example.com> 1700000000 +0000\ndata 7\ninitial\n")
-	file("README.md", "# widgets\n")
 	for i := range depth {
 		fmt.Fprintf(&s, "\ncommit refs/heads/pr-%d\nmark :%d\ncommitter C <c@example.com> %d +0000\ndata 3\npr\nfrom :1\n", i, 2*i+2, 1700000001+2*i)
 		file(fmt.Sprintf("p_%d.txt", i), fmt.Sprintf("PR %d\n", i))
@@ -105,7 +78,7 @@ func buildDeepRepo(b *testing.B, dir string, depth int) ([]string, string) {
 	s.WriteString("\ncommit refs/heads/pr\ncommitter C <c@example.com> 1800000000 +0000\ndata 3\npr\nfrom :1\n")
 	file("new.txt", "new\n")
 	s.WriteString("\n")
-	git(s.String(), "--git-dir="+gitDir, "fast-import", "--quiet", "--export-marks="+marks)
+	benchGit(b, dir, s.String(), "--git-dir="+gitDir, "fast-import", "--quiet", "--export-marks="+marks)
 	out, err := os.ReadFile(marks)
 	if err != nil {
 		b.Fatal(err)
@@ -120,5 +93,5 @@ func buildDeepRepo(b *testing.B, dir string, depth int) ([]string, string) {
 	for i := range depth {
 		mains = append(mains, byMark[fmt.Sprintf(":%d", 2*i+3)])
 	}
-	return mains, git("", "--git-dir="+gitDir, "rev-parse", "pr")
+	return mains, benchGit(b, dir, "", "--git-dir="+gitDir, "rev-parse", "pr")
 }

@@ -3,8 +3,6 @@ package gitrepo
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/prsaga/prsaga/platform/gittest"
-	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
 
 // BenchmarkMerge merges a PR into a repository of 2,000 files, with 500 and
@@ -42,17 +39,7 @@ func BenchmarkMerge(b *testing.B) {
 		built := time.Now()
 		main, feature := buildBenchRepo(b, root, files, history)
 		b.Logf("built %d files, %d commits in %s", files, history, time.Since(built).Round(time.Millisecond))
-		open := func(opts Options) *Repo {
-			repos, err := NewReposWithOptions(root, opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			repo, err := repos.Open(testRepo)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return repo
-		}
+		open := func(opts Options) *Repo { return openBenchRepo(b, root, opts) }
 		repo, syncRepo := open(Options{}), open(Options{Sync: true})
 		for _, v := range []struct {
 			name     string
@@ -68,17 +55,7 @@ func BenchmarkMerge(b *testing.B) {
 				req := request("feature", "main", feature, v.strategy, 1)
 				for i := 0; b.Loop(); i++ {
 					b.StopTimer()
-					r := v.repo()
-					if err := os.WriteFile(gitobj.LoosePath(r.dir, "main"), []byte(main+"\n"), 0o666); err != nil {
-						b.Fatal(err)
-					}
-					req.When = time.Date(2025, 6, 1, 0, 0, i, 0, time.UTC) // a new merge commit each time
-					req.Journal = newMemJournal()                          // as for a PR never merged
-					b.StartTimer()
-					res, err := r.Merge(context.Background(), req)
-					if err != nil || res.AlreadyMerged {
-						b.Fatalf("Merge = %+v, %v", res, err)
-					}
+					mergeAnew(b, v.repo(), main, req, i)
 				}
 			})
 		}
@@ -110,16 +87,7 @@ func buildBenchRepo(b *testing.B, root string, n, history int) (main, feature st
 	dir := filepath.Join(root, "acme", "widgets.git")
 	git := func(stdin string, args ...string) string {
 		b.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+root)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
+		return benchGit(b, root, stdin, args...)
 	}
 	git("", "init", "-q", "--bare", "-b", "main", dir)
 
@@ -142,8 +110,7 @@ func buildBenchRepo(b *testing.B, root string, n, history int) (main, feature st
 			fmt.Fprintf(&s, "from %s\n", from)
 		}
 		for _, f := range changed {
-			c := content(f)
-			fmt.Fprintf(&s, "M 100644 inline %s\ndata %d\n%s\n", path(f), len(c), c)
+			fastImportFile(&s, path(f), content(f))
 		}
 		s.WriteString(extra + "\n")
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
 
@@ -18,19 +17,8 @@ import (
 //
 //	go test ./gitrepo -run '^$' -bench BenchmarkTreeMergeWideRoot -benchtime 2000x
 func BenchmarkTreeMergeWideRoot(b *testing.B) {
-	gittest.Need(b)
 	const prs = 256
-	for _, root := range []int{50, 500} {
-		dir := b.TempDir()
-		main := buildWideRepo(b, dir, root, prs)
-		repos, err := NewRepos(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			b.Fatal(err)
-		}
+	eachWideRoot(b, prs, func(root int, main string, repo *Repo) {
 		done := repo.store.Session()
 		target, err := repo.store.Commit(plumbing.NewHash(main))
 		if err != nil {
@@ -68,5 +56,5 @@ func BenchmarkTreeMergeWideRoot(b *testing.B) {
 			}
 		})
 		done()
-	}
+	})
 }

@@ -1,15 +1,9 @@
 package gitrepo
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
@@ -25,26 +19,12 @@ import (
 //
 //	go test ./gitrepo -run '^$' -bench BenchmarkMergeWideRoot -benchtime 200x
 func BenchmarkMergeWideRoot(b *testing.B) {
-	gittest.Need(b)
 	const prs = 256
-	for _, root := range []int{50, 500} {
-		dir := b.TempDir()
-		main := buildWideRepo(b, dir, root, prs)
-		repos, err := NewRepos(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		repo, err := repos.Open(testRepo)
-		if err != nil {
-			b.Fatal(err)
-		}
+	eachWideRoot(b, prs, func(root int, main string, repo *Repo) {
 		b.Run(fmt.Sprintf("root=%d", root), func(b *testing.B) {
 			defer reportCPU(b)()
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
-				if err := os.WriteFile(gitobj.LoosePath(repo.dir, "main"), []byte(main+"\n"), 0o666); err != nil {
-					b.Fatal(err)
-				}
 				k := i % prs
 				req := request(fmt.Sprintf("pr/%d", k), "main", "", StrategyMerge, k+1)
 				head, err := gitobj.ReadRef(repo.dir, req.SourceBranch)
@@ -52,15 +32,21 @@ func BenchmarkMergeWideRoot(b *testing.B) {
 					b.Fatal(err)
 				}
 				req.HeadSHA = head.String()
-				req.When = time.Date(2025, 6, 1, 0, 0, i, 0, time.UTC)
-				req.Journal = newMemJournal()
-				b.StartTimer()
-				res, err := repo.Merge(context.Background(), req)
-				if err != nil || res.AlreadyMerged {
-					b.Fatalf("Merge = %+v, %v", res, err)
-				}
+				mergeAnew(b, repo, main, req, i)
 			}
 		})
+	})
+}
+
+// eachWideRoot runs bench for each size of main's root tree the wide-root
+// benchmarks take, on acme/widgets built by buildWideRepo with prs PRs and
+// opened.
+func eachWideRoot(b *testing.B, prs int, bench func(root int, main string, repo *Repo)) {
+	gittest.Need(b)
+	for _, root := range []int{50, 500} {
+		dir := b.TempDir()
+		main := buildWideRepo(b, dir, root, prs)
+		bench(root, main, openBenchRepo(b, dir, Options{}))
 	}
 }
 
@@ -70,27 +56,9 @@ func BenchmarkMergeWideRoot(b *testing.B) {
 // top of the first commit. It returns main's head.
 func buildWideRepo(b *testing.B, dir string, root, prs int) string {
 	b.Helper()
-	gitDir := filepath.Join(dir, "acme", "widgets.git")
-	git := func(stdin string, args ...string) string {
-		b.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+dir)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git("", "init", "-q", "--bare", "-b", "main", gitDir)
 	var s strings.Builder
-	file := func(name, content string) {
-		fmt.Fprintf(&s, "M 100644 inline %s\ndata %d\n%s\n", name, len(content), content)
-	}
-	s.WriteString("commit refs/heads/main\nmark :1\ncommitter C <c@example.com> 1700000000 +0000\ndata 7\ninitial\n")
-	file("README.md", "# widgets\n")
+	gitDir := widgetsImport(b, dir, &s)
+	file := func(name, content string) { fastImportFile(&s, name, content) }
 	s.WriteString("\ncommit refs/heads/main\nmark :2\ncommitter C <c@example.com> 1700000001 +0000\ndata 6\nmerged\nfrom :1\n")
 	for i := range root {
 		file(fmt.Sprintf("f_%d.txt", i), fmt.Sprintf("file %d of the benchmark\n", i))
@@ -101,25 +69,6 @@ func buildWideRepo(b *testing.B, dir string, root, prs int) string {
 	}
 	s.WriteString("\n")
 	// Loose objects, as the workload's repositories hold them.
-	git(s.String(), "--git-dir="+gitDir, "-c", "fastimport.unpackLimit=1000000", "fast-import", "--quiet")
-	return git("", "--git-dir="+gitDir, "rev-parse", "main")
-}
-
-// reportCPU reports the process's CPU time (user and system) per
-// iteration, from the call to the call of the function it returns: on a
-// shared machine much steadier than the wall time of ns/op. It includes
-// what the loop does with its timer stopped (here a ref file written, a
-// ref read: small beside a merge).
-func reportCPU(b *testing.B) func() {
-	cpu := func() int64 {
-		var u syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-			b.Fatal(err)
-		}
-		return u.Utime.Nano() + u.Stime.Nano()
-	}
-	start := cpu()
-	return func() {
-		b.ReportMetric(float64(cpu()-start)/1e3/float64(b.N), "cpu-µs/op")
-	}
+	benchGit(b, dir, s.String(), "--git-dir="+gitDir, "-c", "fastimport.unpackLimit=1000000", "fast-import", "--quiet")
+	return benchGit(b, dir, "", "--git-dir="+gitDir, "rev-parse", "main")
 }

@@ -399,18 +399,9 @@ func TestDeadHoldersFilesAreRemoved(t *testing.T) {
 	f := newFixture(t)
 	_, feature := buildNested(f)
 	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
-	h := startHelper(t, f, reflock.CrashHolderWritten, "feature,"+feature)
-	left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "holder-*"))
-	if len(left) != 1 {
-		t.Fatalf("the holder's file: %v, want one", left)
-	}
-	rec, _ := readLockRecord(t, left[0])
+	rec := killBeforeLink(t, f, feature, "holder-*")
 	if !rec.Live {
 		t.Fatalf("the holder file's record claims no flock: %+v", rec)
-	}
-	h.killAndReap(t)
-	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("lock after a crash before linking it: %v; want none", err)
 	}
 	f.merge(request("feature", "main", feature, StrategyMerge, 42))
 	if left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "*-"+rec.Proc+"-*")); len(left) != 0 {
@@ -419,6 +410,25 @@ func TestDeadHoldersFilesAreRemoved(t *testing.T) {
 	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lock after the merge: %v; want it gone", err)
 	}
+}
+
+// killBeforeLink runs a merger of feature into main that stops once it
+// has written its holder record, before linking it as the lock: its one
+// file in the work directory matching pattern is read, the merger killed,
+// and no lock may be left. It returns the dead holder's record.
+func killBeforeLink(t *testing.T, f *fixture, feature, pattern string) reflock.Holder {
+	t.Helper()
+	h := startHelper(t, f, reflock.CrashHolderWritten, "feature,"+feature)
+	left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, pattern))
+	if len(left) != 1 {
+		t.Fatalf("the holder's files matching %q: %v, want its holder file alone", pattern, left)
+	}
+	rec, _ := readLockRecord(t, left[0])
+	h.killAndReap(t)
+	if _, err := os.Stat(filepath.Join(f.bare, "refs", "heads", "main.lock")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("lock after a crash before linking it: %v; want none", err)
+	}
+	return rec
 }
 
 // separateRepos opens the fixture's repository n times, each through its
@@ -475,17 +485,7 @@ func raceToBreak(t *testing.T, repos []*Repo, lock string) int {
 func TestHolderKilledBeforeLinkLeavesNoLock(t *testing.T) {
 	f := newFixture(t)
 	main, feature := buildNested(f)
-	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
-	h := startHelper(t, f, reflock.CrashHolderWritten, "feature,"+feature)
-	left, _ := filepath.Glob(filepath.Join(f.bare, reflock.WorkDir, "*"))
-	if len(left) != 1 {
-		t.Fatalf("the killed holder's files: %v, want its holder file alone", left)
-	}
-	dead, _ := readLockRecord(t, left[0])
-	h.killAndReap(t)
-	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("lock after a crash before linking it: %v; want none", err)
-	}
+	dead := killBeforeLink(t, f, feature, "*")
 	if got := f.rev("main"); got != main {
 		t.Fatalf("main moved to %s", got)
 	}
