@@ -105,6 +105,26 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	return s
 }
 
+// waitNewPage waits, after a click that loads a page, for a document
+// without the mark `window.prsagaOldPage` set on the one before (errors
+// while the page is being replaced are part of the wait).
+func waitNewPage(t *testing.T, ctx context.Context) {
+	t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		fresh, err := chromedp.Run(c, chromedp.Evaluate[bool](`window.prsagaOldPage === undefined && document.readyState === "complete"`))
+		cancel()
+		if err == nil && fresh {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new page within %s (last error: %v)", stepTimeout, err)
+		}
+		time.Sleep(20 * time.Millisecond) // the polling interval of a wait with a deadline
+	}
+}
+
 func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
@@ -163,10 +183,15 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("table after clicking the picture: %q", table)
 	}
 	// Filter by state with the form.
+	// The page is at this filter already, so the option is selected before
+	// the new page loads too: mark the old document and wait for one
+	// without the mark, or the table is read while it is being replaced.
 	do(t, ctx, "filter by state",
+		chromedp.Evaluate[chromedp.Void](`void (window.prsagaOldPage = true)`),
 		chromedp.SetValue(chromedp.CSS("#f-state"), "MERGE_FAILED"),
-		chromedp.Click(chromedp.CSS("#f-apply")),
-		chromedp.WaitReady(chromedp.CSS(`#f-state option[value="MERGE_FAILED"][selected]`)))
+		chromedp.Click(chromedp.CSS("#f-apply")))
+	waitNewPage(t, ctx)
+	do(t, ctx, "filtered page", chromedp.WaitReady(chromedp.CSS(`#f-state option[value="MERGE_FAILED"][selected]`)))
 	table := text(t, ctx, "#sagas")
 	if !strings.Contains(table, failing) || strings.Contains(table, clean) || !strings.Contains(table, "webhook_failed") {
 		t.Fatalf("filtered table: %q, want only %s with its error", table, failing)
