@@ -188,7 +188,9 @@ func bulkOne(ctx context.Context, r Retryer, s Saga, req BulkRequest) BulkItem {
 	if !req.DryRun {
 		rr.IdempotencyKey = BulkKey(s)
 	}
-	ans, err := r.Retry(ctx, rr)
+	// The saga in progress finishes though ctx ends: a cancel stops the
+	// job between sagas, and the report says exactly what was replayed.
+	ans, err := r.Retry(context.WithoutCancel(ctx), rr)
 	switch {
 	case err != nil:
 		it.Outcome, it.Why = BulkError, err.Error()

@@ -288,7 +288,7 @@ func (a *API) cancelBulk(w http.ResponseWriter, r *http.Request) {
 		a.failPage(w, r, errJobNotFound)
 		return
 	}
-	j.cancel()
+	j.stop(r.Context())
 	a.log().Info("bulk retry cancelled from the dashboard", "job", j.id, "actor", actor)
 	http.Redirect(w, r, "/retries/"+url.PathEscape(j.id), http.StatusSeeOther)
 }

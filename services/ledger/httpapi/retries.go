@@ -21,10 +21,29 @@ type job struct {
 	id      string
 	created time.Time
 	cancel  context.CancelFunc
-	formKey string // the dashboard form that started it, or ""
+	stopped chan struct{} // closed once the job's goroutine has ended
+	formKey string        // the dashboard form that started it, or ""
 
 	mu  sync.Mutex
 	rep ledger.BulkReport
+}
+
+// stopWait bounds how long a cancel waits for the saga in progress.
+const stopWait = 10 * time.Second
+
+// stop cancels the job and waits (within ctx and stopWait) until it has
+// stopped, so that the report it answers is final: a client that then
+// counts the failed sagas sees no replay land after it.
+func (j *job) stop(ctx context.Context) ledger.BulkReport {
+	j.cancel()
+	t := time.NewTimer(stopWait)
+	defer t.Stop()
+	select {
+	case <-j.stopped:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return j.report()
 }
 
 func (j *job) report() ledger.BulkReport {
@@ -121,10 +140,11 @@ func (a *API) postRetries(w http.ResponseWriter, r *http.Request) {
 // the API): a form posted twice finds its job (jobs.byFormKey).
 func (a *API) startBulk(rctx context.Context, sagas []ledger.Saga, req ledger.BulkRequest, formKey string) *job {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(rctx))
-	j := &job{id: a.NewID(), created: a.now(), cancel: cancel, formKey: formKey,
+	j := &job{id: a.NewID(), created: a.now(), cancel: cancel, stopped: make(chan struct{}), formKey: formKey,
 		rep: ledger.BulkReport{Matched: len(sagas), DryRun: req.DryRun, Items: []ledger.BulkItem{}}}
 	a.bulkJobs().add(j)
 	go func() {
+		defer close(j.stopped)
 		defer cancel()
 		rep := ledger.BulkRetry(ctx, a.Retrier, sagas, req, func(rep ledger.BulkReport) {
 			j.mu.Lock()
@@ -152,15 +172,14 @@ func (a *API) getRetries(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteRetries cancels a bulk retry: the saga being retried finishes, no
-// further one starts. The answer is the report at that moment.
+// further one starts. The answer is the final report, once the job stopped.
 func (a *API) deleteRetries(w http.ResponseWriter, r *http.Request) {
 	j, ok := a.bulkJobs().get(r.PathValue("id"))
 	if !ok {
 		a.fail(w, r, errJobNotFound)
 		return
 	}
-	j.cancel()
-	httpx.WriteJSON(w, http.StatusAccepted, j.report())
+	httpx.WriteJSON(w, http.StatusAccepted, j.stop(r.Context()))
 }
 
 var errJobNotFound = httpx.Errorf(http.StatusNotFound, "no such bulk retry in this ledger (a job lives in the ledger process that started it)")
