@@ -267,11 +267,7 @@ func TestKubernetesManifests(t *testing.T) {
 		service  string
 		replicas string
 	}{{"validator", "2"}, {"merger", "2"}, {"notifier", "2"}, {"indexer", "1"}, {"ledger", "2"}} {
-		b, err := os.ReadFile(filepath.Join(deployDir, "k8s", c.service+".yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := string(b)
+		m := readFile(t, filepath.Join(deployDir, "k8s", c.service+".yaml"))
 		for _, want := range []string{"kind: Deployment", "kind: Service", "args: [serve, " + c.service + "]",
 			"path: /healthz", "path: /readyz", "requests: {cpu: 100m, memory: 128Mi}", "replicas: " + c.replicas,
 			"key: nats-url-" + c.service, "configMapRef: {name: prsaga-config}"} {
@@ -283,12 +279,9 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("k8s/%s.yaml: only the indexer is replaced with Recreate", c.service)
 		}
 	}
-	k, err := os.ReadFile(filepath.Join(deployDir, "k8s", "kustomization.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := readFile(t, filepath.Join(deployDir, "k8s", "kustomization.yaml"))
 	for _, f := range []string{"namespace.yaml", "config.yaml", "secret.yaml", "volumes.yaml", "validator.yaml", "merger.yaml", "notifier.yaml", "indexer.yaml", "ledger.yaml"} {
-		if !strings.Contains(string(k), "- "+f) {
+		if !strings.Contains(k, "- "+f) {
 			t.Errorf("kustomization.yaml does not list %s", f)
 		}
 		if _, err := os.Stat(filepath.Join(deployDir, "k8s", f)); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,22 +11,12 @@ import (
 // nats-server module version of this module's go.mod, in compose's image,
 // the k8s notes and the README.
 func TestNATSServerVersionPinned(t *testing.T) {
-	mod, err := os.ReadFile("go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`github\.com/nats-io/nats-server/v2 v(\d+\.\d+\.\d+)`).FindSubmatch(mod)
+	m := regexp.MustCompile(`github\.com/nats-io/nats-server/v2 v(\d+\.\d+\.\d+)`).FindStringSubmatch(readFile(t, "go.mod"))
 	if m == nil {
 		t.Fatal("go.mod does not require github.com/nats-io/nats-server/v2")
 	}
-	v := string(m[1])
-	read := func(p string) string {
-		b, err := os.ReadFile(filepath.Join("..", "..", p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+	v := m[1]
+	read := func(p string) string { return readFile(t, filepath.Join("..", "..", p)) }
 	compose := read("deploy/docker-compose.yml")
 	images := regexp.MustCompile(`image:\s*nats:(\S+)`).FindAllStringSubmatch(compose, -1)
 	if len(images) == 0 {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -301,13 +300,4 @@ func TestEndToEndConcurrentRetries(t *testing.T) {
 	if replays != 1 {
 		t.Fatalf("%d replayed requests in the stream, want 1", replays)
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

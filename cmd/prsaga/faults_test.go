@@ -319,10 +319,7 @@ func waitLog(t *testing.T, ctx context.Context, p *chaosProc, s string) {
 // line for the operator.
 func TestFaultPointsListed(t *testing.T) {
 	startStack(t, testConfig(t))
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := readFile(t, filepath.Join("..", "..", "docs", "operating.md"))
 	tested := map[string]bool{}
 	for _, fc := range faultCases {
 		tested[fc.point] = true
@@ -339,7 +336,7 @@ func TestFaultPointsListed(t *testing.T) {
 		for _, pattern := range []string{"relay.", ".after-effect", ".after-commit", ".after-publish"} {
 			name = strings.Replace(name, pattern, "", 1)
 		}
-		if !strings.Contains(string(doc), "`"+name+"`") {
+		if !strings.Contains(doc, "`"+name+"`") {
 			t.Errorf("fault point %s: %q is not named in docs/operating.md", p, name)
 		}
 	}

@@ -230,3 +230,13 @@ func noRequiredChecks(ctx context.Context, t *testing.T, url string, repos int) 
 		}
 	}
 }
+
+// readFile is the file's text; a test without it fails.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

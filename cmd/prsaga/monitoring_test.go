@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -124,12 +122,8 @@ func init() {
 // over metrics and labels prsaga registers, and cover what an on-call
 // person needs.
 func TestMonitoringAlertRules(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(monitoringDir, "prometheus", "alerts.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rf ruleFile
-	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec := yaml.NewDecoder(strings.NewReader(readFile(t, filepath.Join(monitoringDir, "prometheus", "alerts.yml"))))
 	dec.KnownFields(true)
 	if err := dec.Decode(&rf); err != nil {
 		t.Fatalf("alerts.yml: %v", err)
@@ -209,10 +203,7 @@ func mergeMaps(a, b map[string]string) map[string]string {
 // The Grafana dashboard is JSON Grafana can import, and every query is
 // PromQL over metrics prsaga registers.
 func TestMonitoringGrafanaDashboard(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(monitoringDir, "grafana", "prsaga-dashboard.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, filepath.Join(monitoringDir, "grafana", "prsaga-dashboard.json"))
 	type target struct {
 		RefID string `json:"refId"`
 		Expr  string `json:"expr"`
@@ -232,7 +223,7 @@ func TestMonitoringGrafanaDashboard(t *testing.T) {
 		SchemaVersion int     `json:"schemaVersion"`
 		Panels        []panel `json:"panels"`
 	}
-	if err := json.Unmarshal(b, &d); err != nil {
+	if err := json.Unmarshal([]byte(b), &d); err != nil {
 		t.Fatalf("dashboard JSON: %v", err)
 	}
 	if d.UID == "" || d.Title == "" || d.SchemaVersion == 0 || len(d.Panels) == 0 {

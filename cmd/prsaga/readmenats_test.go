@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -21,11 +20,7 @@ import (
 // an acknowledgement, and the event it describes (subject, headers, body,
 // taken from the README's text) merges the PR on a real stack.
 func TestREADMENATSExample(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
+	readme := readFile(t, "../../README.md")
 	start := strings.Index(readme, "ID=req-")
 	if start < 0 {
 		t.Fatal("README has no nats example starting with ID=req-")

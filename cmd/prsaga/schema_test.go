@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,11 +20,7 @@ func TestSchemaMatchesDeployFile(t *testing.T) {
 	if code := run(context.Background(), []string{"schema", "--store", "ydb", "--database", "/local"}, func(string) string { return "" }, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	want, err := os.ReadFile(filepath.Join("..", "..", "deploy", "ydb", "schema.yql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stdout.String() != string(want) {
+	if want := readFile(t, filepath.Join("..", "..", "deploy", "ydb", "schema.yql")); stdout.String() != want {
 		t.Fatalf("deploy/ydb/schema.yql is out of date; regenerate it with prsaga schema --store ydb --database /local")
 	}
 	for _, want := range []string{
