@@ -25,19 +25,23 @@ import (
 // ydbBackupHint is the answer of backup and restore on a YDB store.
 const ydbBackupHint = "PRSAGA_STORE is YDB: back it up with YDB's own tools (ydb tools dump / restore, or export to S3) and record the consumers' positions as docs/operating.md \"Backup and restore\" (On YDB) describes"
 
-// sqliteDir is the directory of the services' SQLite databases, which
-// backup and restore copy; on a YDB store, or a bad one, it says why not on
-// stderr and returns the exit code.
-func sqliteDir(cfg config.Config, verb string, stderr io.Writer) (string, int) {
+// parseSQLiteVerb is parseVerb for backup and restore, which copy the
+// services' SQLite databases: it also returns their directory. On a YDB
+// store, or a bad one, it says why not on stderr and the verb stops with
+// exit code code.
+func parseSQLiteVerb(fs *flag.FlagSet, load func() (config.Config, error), args []string, use string, stderr io.Writer, usage func(pos []string) bool) (cfg config.Config, dbDir string, code int, ok bool) {
+	if cfg, code, ok = parseVerb(fs, load, args, use, stderr, usage); !ok {
+		return cfg, "", code, false
+	}
 	if cfg.IsYDB() {
-		fmt.Fprintf(stderr, "prsaga %s: %s\n", verb, ydbBackupHint)
-		return "", exitUsage
+		fmt.Fprintf(stderr, "%s: %s\n", fs.Name(), ydbBackupHint)
+		return cfg, "", exitUsage, false
 	}
-	dir, err := cfg.SQLiteDir()
+	dbDir, err := cfg.SQLiteDir()
 	if err != nil {
-		return "", parseError(err, stderr)
+		return cfg, "", parseError(err, stderr), false
 	}
-	return dir, exitOK
+	return cfg, dbDir, exitOK, true
 }
 
 // cmdBackup takes an online backup of a deployment on the SQLite store
@@ -50,14 +54,10 @@ func cmdBackup(ctx context.Context, args []string, getenv func(string) string, s
 	to := fs.String("to", "", "the backup directory: new, or empty (required)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long (exit 1; the partial directory is removed)")
 	asJSON := fs.Bool("json", false, "print the manifest as JSON")
-	cfg, code, ok := parseVerb(fs, load, args, use, stderr, func(pos []string) bool {
+	cfg, dbDir, code, ok := parseSQLiteVerb(fs, load, args, use, stderr, func(pos []string) bool {
 		return len(pos) != 0 || *to == "" || *timeout <= 0
 	})
 	if !ok {
-		return code
-	}
-	dbDir, code := sqliteDir(cfg, "backup", stderr)
-	if code != exitOK {
 		return code
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -91,13 +92,13 @@ func cmdReindex(ctx context.Context, args []string, getenv func(string) string, 
 func printReindexSummary(w io.Writer, s rebuild.Summary) {
 	fmt.Fprintf(w, "rebuilt %s from stream sequences %d..%d in %.1fs\n", s.Index, s.FirstSeq, s.LastSeq, s.Seconds)
 	fmt.Fprintf(w, "  notified events read: %d\n  documents written:    %d\n  events skipped:       %d\n", s.Events, s.Documents, s.SkippedTotal())
-	for _, k := range sortedKeys(s.Skipped) {
+	for _, k := range slices.Sorted(maps.Keys(s.Skipped)) {
 		fmt.Fprintf(w, "    %-18s %d\n", k, s.Skipped[k])
 	}
 	for _, e := range s.Examples {
 		fmt.Fprintf(w, "    e.g. %s\n", e)
 	}
-	for _, k := range sortedKeys(s.Warnings) {
+	for _, k := range slices.Sorted(maps.Keys(s.Warnings)) {
 		fmt.Fprintf(w, "  warning %q: %d\n", k, s.Warnings[k])
 	}
 	if s.Unreadable != "" {
@@ -109,15 +110,6 @@ func printReindexSummary(w io.Writer, s rebuild.Summary) {
 	if s.Old != "" {
 		fmt.Fprintf(w, "  the replaced index is kept in %s (remove it once satisfied)\n", s.Old)
 	}
-}
-
-func sortedKeys(m map[string]uint64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // reindexProgress writes a line "events read / total" at most every

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"syscall"
 	"time"
 
@@ -32,14 +33,10 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 	force := fs.Bool("force", false, "restore although services seem to run, or the backup is older than the stream or the inboxes keep (warns)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long (exit 1; run it again)")
 	asJSON := fs.Bool("json", false, "print what was done as JSON")
-	cfg, code, ok := parseVerb(fs, load, args, use, stderr, func(pos []string) bool {
+	cfg, dbDir, code, ok := parseSQLiteVerb(fs, load, args, use, stderr, func(pos []string) bool {
 		return len(pos) != 0 || *from == "" || *timeout <= 0
 	})
 	if !ok {
-		return code
-	}
-	dbDir, code := sqliteDir(cfg, "restore", stderr)
-	if code != exitOK {
 		return code
 	}
 	if _, err := backup.ReadManifest(*from); err != nil {
@@ -103,12 +100,7 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 	if res.CarriedOver > 0 {
 		fmt.Fprintf(stdout, "  kept %d rows of the merger's journal written since the backup (the merges they record are in git)\n", res.CarriedOver)
 	}
-	names := make([]string, 0, len(res.Reset))
-	for n := range res.Reset {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(res.Reset)) {
 		fmt.Fprintf(stdout, "  consumer %-15s resumes from sequence %d\n", n, res.Reset[n])
 	}
 	fmt.Fprintf(stdout, "the replaced files are kept in %s (and the index in %s.pre-restore-*); start the services\n", res.Kept, indexDir)
