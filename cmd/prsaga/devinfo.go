@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/durable"
 	"github.com/prsaga/prsaga/platform/config"
 )
 
@@ -31,15 +32,7 @@ type devInfo struct {
 // writeDevInfo records info in dir, atomically (a reader never sees half
 // a file).
 func writeDevInfo(dir string, info devInfo) error {
-	b, err := json.MarshalIndent(info, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, devInfoFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, devInfoFile))
+	return durable.WriteJSON(filepath.Join(dir, devInfoFile), info, 0o644)
 }
 
 // readDevInfo reads what a `prsaga dev` recorded in dir; false when there

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/durable"
 	"github.com/prsaga/prsaga/contracts"
 )
 
@@ -166,7 +167,7 @@ func restoreDB(src, dst, kept string) error {
 	if err := os.Rename(tmp, dst); err != nil {
 		return err
 	}
-	return syncFile(filepath.Dir(dst))
+	return durable.Sync(filepath.Dir(dst))
 }
 
 // restoreIndex moves the index at dst to kept and copies src in its place.

@@ -3,7 +3,6 @@ package backup
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 
 	_ "modernc.org/sqlite" // driver "sqlite"
 
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/durable"
 	"github.com/prsaga/prsaga/contracts"
 )
 
@@ -77,7 +77,7 @@ func Take(ctx context.Context, o Options) (_ Manifest, err error) {
 			m.Index = &IndexCopy{Dir: "index", Via: via}
 		}
 	}
-	return m, writeManifest(o.Out, m)
+	return m, durable.WriteJSON(filepath.Join(o.Out, ManifestFile), m, 0o600)
 }
 
 // Positions reads stream PRSAGA's state and every durable consumer's ack
@@ -120,7 +120,7 @@ func copyDB(ctx context.Context, src, dst string) (Database, error) {
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, dst); err != nil {
 		return Database{}, fmt.Errorf("VACUUM INTO: %w", err)
 	}
-	if err := syncFile(dst); err != nil {
+	if err := durable.Sync(dst); err != nil {
 		return Database{}, err
 	}
 	d := Database{File: filepath.Base(dst)}
@@ -217,37 +217,6 @@ func emptyDir(dir string) error {
 	}
 	if len(ents) > 0 {
 		return fmt.Errorf("%s is not empty: back up into a new directory", dir)
-	}
-	return nil
-}
-
-func writeManifest(dir string, m Manifest) error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, ManifestFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	if err := syncFile(tmp); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, ManifestFile)); err != nil {
-		return err
-	}
-	return syncFile(dir)
-}
-
-// syncFile fsyncs a file or a directory.
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
 	}
 	return nil
 }
