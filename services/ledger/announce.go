@@ -117,15 +117,16 @@ func logTransitions(ctx context.Context, tx Tx, log *slog.Logger, row contracts.
 		if t.To == contracts.StateMergeFailed {
 			level, failed = slog.LevelWarn, row.FailedStep
 		}
-		attrs := []any{
-			"repo", row.Repo,
-			"from_state", string(t.From),
-			"to_state", string(t.To),
-			"reason", t.Reason,
-			"failed_step", string(failed),
-			"inferred", t.Inferred,
-			"seq", t.Seq,
+		// Attrs, not key-value pairs: slog then boxes and converts nothing.
+		attrs := []slog.Attr{
+			slog.String("repo", row.Repo),
+			slog.String("from_state", string(t.From)),
+			slog.String("to_state", string(t.To)),
+			slog.String("reason", t.Reason),
+			slog.String("failed_step", string(failed)),
+			slog.Bool("inferred", t.Inferred),
+			slog.Int64("seq", t.Seq),
 		}
-		tx.AfterCommit(func() { log.Log(ctx, level, "saga_transition", attrs...) })
+		tx.AfterCommit(func() { log.LogAttrs(ctx, level, "saga_transition", attrs...) })
 	}
 }
