@@ -32,8 +32,10 @@ func announce(tx Tx, cause contracts.Envelope, row contracts.Row, ts []Transitio
 		if sc.Merged {
 			sc.MergeSHA = row.MergeSHA
 		}
-		e, err := contracts.Follow(cause.Event, StateChangedID(row.PRID, t.Seq, t.EventID),
-			contracts.TypeStateChanged, contracts.ServiceLedger, at, sc)
+		// contracts.Follow would read the cause's extensions again:
+		// cause.Meta is what Open read from them.
+		e, err := contracts.New(StateChangedID(row.PRID, t.Seq, t.EventID), contracts.TypeStateChanged,
+			contracts.Source(contracts.ServiceLedger), cause.Event.Subject(), at, sc, followMeta(cause))
 		if err != nil {
 			return fmt.Errorf("build state_changed: %w", err)
 		}
@@ -42,6 +44,20 @@ func announce(tx Tx, cause contracts.Envelope, row contracts.Row, ts []Transitio
 		}
 	}
 	return nil
+}
+
+// followMeta is the bookkeeping of an event that reacts to cause, as
+// contracts.Follow sets it.
+func followMeta(cause contracts.Envelope) contracts.Meta {
+	m := cause.Meta
+	return contracts.Meta{
+		CorrelationID: m.CorrelationID,
+		CausationID:   cause.Event.ID(),
+		Attempt:       m.Attempt,
+		ClientRef:     m.ClientRef,
+		TraceParent:   m.TraceParent,
+		TraceState:    m.TraceState,
+	}
 }
 
 // mergedAt reports whether a saga at this position has had its git merge.
@@ -59,9 +75,37 @@ func mergedAt(to, failedStep contracts.State) bool {
 // It is derived, not random: a transaction that runs twice, or a relay that
 // publishes twice, produces the same id, which JetStream's dedupe and the
 // consumers' inboxes drop.
+//
+// When the causing event's id is a UUIDv7 (every service's, step.NewID),
+// its 48-bit millisecond time leads the id: the ids then grow with time
+// like the outbox's other keys, and each announcement's entry in the
+// outbox's primary-key index lands at the index's right edge instead of
+// on a random page (one page written per commit instead of one per
+// announcement). The hash after it keeps the id unique.
 func StateChangedID(prID string, seq int64, eventID string) string {
 	h := sha256.Sum256([]byte(prID + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + eventID))
-	return "sc-" + hex.EncodeToString(h[:16])
+	const prefix = "sc-"
+	b := make([]byte, 0, len(prefix)+12+32)
+	b = append(b, prefix...)
+	if ms, ok := uuidV7Time(eventID); ok {
+		b = append(b, ms...)
+	}
+	return string(hex.AppendEncode(b, h[:16]))
+}
+
+// uuidV7Time is the 12 hex digits of a canonical UUIDv7's time (lower
+// case, as they sort), or false when id is not one.
+func uuidV7Time(id string) (string, bool) {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[14] != '7' || id[18] != '-' || id[23] != '-' {
+		return "", false
+	}
+	ms := id[0:8] + id[9:13]
+	for i := 0; i < len(ms); i++ {
+		if c := ms[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return "", false
+		}
+	}
+	return ms, true
 }
 
 // logTransitions writes one saga_transition line per transition once tx
@@ -73,15 +117,16 @@ func logTransitions(ctx context.Context, tx Tx, log *slog.Logger, row contracts.
 		if t.To == contracts.StateMergeFailed {
 			level, failed = slog.LevelWarn, row.FailedStep
 		}
-		attrs := []any{
-			"repo", row.Repo,
-			"from_state", string(t.From),
-			"to_state", string(t.To),
-			"reason", t.Reason,
-			"failed_step", string(failed),
-			"inferred", t.Inferred,
-			"seq", t.Seq,
+		// Attrs, not key-value pairs: slog then boxes and converts nothing.
+		attrs := []slog.Attr{
+			slog.String("repo", row.Repo),
+			slog.String("from_state", string(t.From)),
+			slog.String("to_state", string(t.To)),
+			slog.String("reason", t.Reason),
+			slog.String("failed_step", string(failed)),
+			slog.Bool("inferred", t.Inferred),
+			slog.Int64("seq", t.Seq),
 		}
-		tx.AfterCommit(func() { log.Log(ctx, level, "saga_transition", attrs...) })
+		tx.AfterCommit(func() { log.LogAttrs(ctx, level, "saga_transition", attrs...) })
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
@@ -426,5 +428,31 @@ func TestStateChangedIDIsStable(t *testing.T) {
 	}
 	if err := contracts.ValidateEventID(a); err != nil {
 		t.Fatalf("id %q: %v", a, err)
+	}
+}
+
+// The announcements of events with UUIDv7 ids (every service's) sort by
+// the causing event's time, so that their outbox keys grow at the index's
+// right edge; any other id keeps a hash-only id.
+func TestStateChangedIDSortsByCauseTime(t *testing.T) {
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	prev := ""
+	for i := range 50 {
+		// A UUIDv7: 48 bits of Unix milliseconds (i seconds apart), the
+		// version, and random bits that fall as the time rises.
+		ms := base.Add(time.Duration(i) * time.Second).UnixMilli()
+		u := fmt.Sprintf("%08x-%04x-7%03x-b%03x-%012x", ms>>16, ms&0xffff, 0xfff-i, 0xfff-i, 0xffffffffffff-i)
+		id := ledger.StateChangedID(fmt.Sprintf("acme/widgets#%d", 100-i), int64(100-i), u)
+		if err := contracts.ValidateEventID(id); err != nil {
+			t.Fatalf("id %q: %v", id, err)
+		}
+		if id <= prev {
+			t.Fatalf("announcement of a later event %s sorts before the earlier one's: %q <= %q", u, id, prev)
+		}
+		prev = id
+	}
+	v4 := ledger.StateChangedID(pr, 1, "0190a5b2-4c3d-4e5f-8a6b-7c8d9e0f1a2b")
+	if len(v4) != len("sc-")+32 {
+		t.Fatalf("id of a non-v7 cause %q: want sc- and 32 hex digits", v4)
 	}
 }

@@ -22,7 +22,39 @@ type Tx struct {
 	// transition, read with the row and kept up to date by AddTransitions:
 	// the projection then numbers new transitions without a query of its
 	// own. Valid for this transaction only (the Tx does not outlive it).
-	lastSeq map[string]int64
+	// A slice, not a map: a projection reads one PR, and its entry then
+	// lives in first, inside the Tx, with no allocation of its own.
+	lastSeq []prSeq
+	first   [1]prSeq
+}
+
+type prSeq struct {
+	prID string
+	last int64
+}
+
+// seq is the number of the PR's last transition, if read in this
+// transaction.
+func (t *Tx) seq(prID string) (int64, bool) {
+	for _, p := range t.lastSeq {
+		if p.prID == prID {
+			return p.last, true
+		}
+	}
+	return 0, false
+}
+
+func (t *Tx) setSeq(prID string, last int64) {
+	for i := range t.lastSeq {
+		if t.lastSeq[i].prID == prID {
+			t.lastSeq[i].last = last
+			return
+		}
+	}
+	if t.lastSeq == nil {
+		t.lastSeq = t.first[:0]
+	}
+	t.lastSeq = append(t.lastSeq, prSeq{prID: prID, last: last})
 }
 
 var _ ledger.Tx = (*Tx)(nil)
@@ -50,10 +82,7 @@ func (t *Tx) Saga(prID string) (contracts.Row, error) {
 	if err != nil {
 		return contracts.Row{}, fmt.Errorf("read saga %s: %w", prID, err)
 	}
-	if t.lastSeq == nil {
-		t.lastSeq = map[string]int64{}
-	}
-	t.lastSeq[prID] = last
+	t.setSeq(prID, last)
 	return r, nil
 }
 
@@ -87,10 +116,7 @@ func (t *Tx) EventAndSaga(eventID, prID string) (bool, contracts.Row, error) {
 	if err != nil {
 		return false, contracts.Row{}, fmt.Errorf("read event %s and saga %s: %w", eventID, prID, err)
 	}
-	if t.lastSeq == nil {
-		t.lastSeq = map[string]int64{}
-	}
-	t.lastSeq[prID] = last
+	t.setSeq(prID, last)
 	if !exists {
 		return recorded, contracts.Row{}, nil
 	}
@@ -150,7 +176,7 @@ func (t *Tx) SaveSaga(prev, next contracts.Row) error {
 // AddTransitions numbers ts after the PR's last transition and inserts them.
 func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Transition, error) {
 	ctx := t.tx.Context()
-	last, known := t.lastSeq[prID]
+	last, known := t.seq(prID)
 	if !known {
 		if err := t.tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM saga_transition WHERE pr_id = ?`, prID).Scan(&last); err != nil {
 			return nil, fmt.Errorf("read transitions of %s: %w", prID, err)
@@ -168,7 +194,7 @@ func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Trans
 		out[i] = tr
 	}
 	if known {
-		t.lastSeq[prID] = last + int64(len(ts))
+		t.setSeq(prID, last+int64(len(ts)))
 	}
 	return out, nil
 }
