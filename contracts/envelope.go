@@ -74,15 +74,20 @@ func Follow(cause *event.Event, id, eventType, service string, at time.Time, pay
 	if err != nil {
 		return nil, err
 	}
-	next := Meta{
+	return New(id, eventType, Source(service), cause.Subject(), at, payload, m.Next(cause.ID()))
+}
+
+// Next is the bookkeeping of an event that reacts to the event causeID
+// carrying m: same run, attempt, client reference and trace.
+func (m Meta) Next(causeID string) Meta {
+	return Meta{
 		CorrelationID: m.CorrelationID,
-		CausationID:   cause.ID(),
+		CausationID:   causeID,
 		Attempt:       m.Attempt,
 		ClientRef:     m.ClientRef,
 		TraceParent:   m.TraceParent,
 		TraceState:    m.TraceState,
 	}
-	return New(id, eventType, Source(service), cause.Subject(), at, payload, next)
 }
 
 func setExt(e *event.Event, name, v string) {

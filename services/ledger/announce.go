@@ -35,7 +35,7 @@ func announce(tx Tx, cause contracts.Envelope, row contracts.Row, ts []Transitio
 		// contracts.Follow would read the cause's extensions again:
 		// cause.Meta is what Open read from them.
 		e, err := contracts.New(StateChangedID(row.PRID, t.Seq, t.EventID), contracts.TypeStateChanged,
-			contracts.Source(contracts.ServiceLedger), cause.Event.Subject(), at, sc, followMeta(cause))
+			contracts.Source(contracts.ServiceLedger), cause.Event.Subject(), at, sc, cause.Meta.Next(cause.Event.ID()))
 		if err != nil {
 			return fmt.Errorf("build state_changed: %w", err)
 		}
@@ -44,20 +44,6 @@ func announce(tx Tx, cause contracts.Envelope, row contracts.Row, ts []Transitio
 		}
 	}
 	return nil
-}
-
-// followMeta is the bookkeeping of an event that reacts to cause, as
-// contracts.Follow sets it.
-func followMeta(cause contracts.Envelope) contracts.Meta {
-	m := cause.Meta
-	return contracts.Meta{
-		CorrelationID: m.CorrelationID,
-		CausationID:   cause.Event.ID(),
-		Attempt:       m.Attempt,
-		ClientRef:     m.ClientRef,
-		TraceParent:   m.TraceParent,
-		TraceState:    m.TraceState,
-	}
 }
 
 // mergedAt reports whether a saga at this position has had its git merge.
