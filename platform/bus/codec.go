@@ -11,6 +11,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding/format"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+
+	"github.com/prsaga/prsaga/contracts"
 )
 
 // MaxBody bounds a message body; larger messages are dead-lettered.
@@ -41,7 +43,7 @@ func Encode(subject string, e *event.Event) (*nats.Msg, error) {
 	if err := portable(e); err != nil {
 		return nil, fmt.Errorf("encode event: %w", err)
 	}
-	ext := e.Extensions()
+	ext := contracts.Extensions(e)
 	h := make(nats.Header, 10+len(ext))
 	set := func(k, v string) { h[headerPrefix+k] = []string{escape(v)} }
 	set("specversion", e.SpecVersion())
@@ -188,7 +190,7 @@ func portable(e *event.Event) error {
 	if v := e.SpecVersion(); v != event.CloudEventsVersionV1 {
 		return fmt.Errorf("specversion %q is not 1.0", v)
 	}
-	for name := range e.Extensions() {
+	for name := range contracts.Extensions(e) {
 		if !validExtName(name) {
 			return fmt.Errorf("extension name %q is not 1-20 lower-case letters and digits", name)
 		}
