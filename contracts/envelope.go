@@ -100,7 +100,7 @@ func setExt(e *event.Event, name, v string) {
 // without a correlation id gets its own id (it starts the run); any other
 // event without one is invalid.
 func MetaOf(e *event.Event) (Meta, error) {
-	ext := e.Extensions()
+	ext := Extensions(e)
 	str := func(name string) string {
 		v, ok := ext[name]
 		if !ok {

@@ -11,6 +11,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding/format"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+
+	"github.com/prsaga/prsaga/contracts"
 )
 
 // MaxBody bounds a message body; larger messages are dead-lettered.
@@ -41,7 +43,7 @@ func Encode(subject string, e *event.Event) (*nats.Msg, error) {
 	if err := portable(e); err != nil {
 		return nil, fmt.Errorf("encode event: %w", err)
 	}
-	ext := e.Extensions()
+	ext := contracts.Extensions(e)
 	h := make(nats.Header, 10+len(ext))
 	set := func(k, v string) { h[headerPrefix+k] = []string{escape(v)} }
 	set("specversion", e.SpecVersion())
@@ -81,19 +83,16 @@ func Decode(h nats.Header, body []byte) (*event.Event, error) {
 	if len(body) > MaxBody {
 		return nil, undecodable("body of %d bytes exceeds %d", len(body), MaxBody)
 	}
-	lower := make(map[string]string, len(h))
-	for k, vs := range h {
-		if len(vs) > 0 {
-			lower[strings.ToLower(k)] = vs[0]
-		}
-	}
-	if ct := lower["content-type"]; strings.HasPrefix(strings.ToLower(ct), "application/cloudevents") {
+	var buf [24]field
+	hs := fields(h, buf[:0])
+	ct := hs.get("content-type")
+	if strings.HasPrefix(strings.ToLower(ct), "application/cloudevents") {
 		return decodeStructured(ct, body)
 	}
-	if _, ok := lower["ce-specversion"]; !ok {
-		return nil, undecodable("not a CloudEvent: no ce-specversion header and Content-Type %q is not structured", lower["content-type"])
+	if _, ok := hs.lookup("ce-specversion"); !ok {
+		return nil, undecodable("not a CloudEvent: no ce-specversion header and Content-Type %q is not structured", ct)
 	}
-	return decodeBinary(lower, body)
+	return decodeBinary(hs, body)
 }
 
 func decodeStructured(ct string, body []byte) (*event.Event, error) {
@@ -120,12 +119,13 @@ func decodeStructured(ct string, body []byte) (*event.Event, error) {
 	return &e, nil
 }
 
-func decodeBinary(h map[string]string, body []byte) (*event.Event, error) {
-	if v := h["ce-specversion"]; v != event.CloudEventsVersionV1 {
+func decodeBinary(h headerFields, body []byte) (*event.Event, error) {
+	if v := h.get("ce-specversion"); v != event.CloudEventsVersionV1 {
 		return nil, undecodable("specversion %q is not 1.0", v)
 	}
 	e := event.New()
-	for k, raw := range h {
+	for _, f := range h {
+		k, raw := f.name, f.value
 		if !strings.HasPrefix(k, headerPrefix) {
 			continue
 		}
@@ -162,7 +162,7 @@ func decodeBinary(h map[string]string, body []byte) (*event.Event, error) {
 		}
 	}
 	if e.DataContentType() == "" {
-		if ct := h["content-type"]; ct != "" {
+		if ct := h.get("content-type"); ct != "" {
 			e.SetDataContentType(ct)
 		}
 	}
@@ -188,7 +188,7 @@ func portable(e *event.Event) error {
 	if v := e.SpecVersion(); v != event.CloudEventsVersionV1 {
 		return fmt.Errorf("specversion %q is not 1.0", v)
 	}
-	for name := range e.Extensions() {
+	for name := range contracts.Extensions(e) {
 		if !validExtName(name) {
 			return fmt.Errorf("extension name %q is not 1-20 lower-case letters and digits", name)
 		}

@@ -46,12 +46,12 @@ func (r *Runner) handleBatch(ctx context.Context, d *delivery) (next *delivery) 
 	}
 	start := time.Now()
 	var units []*unit
-	add := func(m jetstream.Msg) {
-		u := r.open(ctx, m)
+	add := func(d *delivery) {
+		u := r.open(ctx, d.m)
 		if u == nil {
 			return
 		}
-		seen, err := r.cfg.Store.Processed(ctx, r.cfg.Consumer.Durable, u.env.Event.ID())
+		seen, err := r.processed(ctx, d, u.env.Event.ID())
 		if r.settleSeen(ctx, u, seen, err) {
 			return
 		}
@@ -59,7 +59,7 @@ func (r *Runner) handleBatch(ctx context.Context, d *delivery) (next *delivery) 
 			units = append(units, u)
 		}
 	}
-	add(d.m)
+	add(d)
 	// Messages are taken one at a time, so that idle workers share a queue
 	// of slow side effects instead of one worker running them in a row.
 	for n := 1; n < r.cfg.Batch && time.Since(start) < r.cfg.BatchWindow; n++ {
@@ -70,7 +70,7 @@ func (r *Runner) handleBatch(ctx context.Context, d *delivery) (next *delivery) 
 				break
 			}
 			taken = append(taken, d)
-			add(d.m)
+			add(d)
 			continue
 		case <-r.quit:
 		default:

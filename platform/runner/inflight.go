@@ -30,6 +30,10 @@ type delivery struct {
 	// after is closed when the previous copy in flight is settled (nil:
 	// there was none); done when this one is.
 	after, done chan struct{}
+	// probe answers its inbox check once taken by one (see probe.go);
+	// settled is set by release. Both guarded by Runner.mu.
+	probe   *probe
+	settled bool
 }
 
 // claim registers m as the latest copy of its event id in flight.
@@ -42,6 +46,9 @@ func (r *Runner) claim(m jetstream.Msg) *delivery {
 	r.mu.Lock()
 	d.after = r.inflight[d.key]
 	r.inflight[d.key] = d.done
+	if r.cfg.HandleBatch == nil {
+		r.wait(d)
+	}
 	r.mu.Unlock()
 	return d
 }
@@ -53,6 +60,7 @@ func (r *Runner) release(d *delivery) {
 		return
 	}
 	r.mu.Lock()
+	d.settled = true
 	if r.inflight[d.key] == d.done {
 		delete(r.inflight, d.key)
 	}

@@ -106,6 +106,9 @@ type Runner struct {
 	// settled to the latest copy's done channel (see claim).
 	mu       sync.Mutex
 	inflight map[string]chan struct{}
+	// waiting lists the deliveries an inbox probe may take (probe.go);
+	// guarded by mu.
+	waiting []*delivery
 	// afterEffect and afterCommit are this consumer's fault point names.
 	afterEffect, afterCommit string
 	// quit is closed by Stop: the intake hands over no more messages and

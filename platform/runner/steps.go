@@ -13,7 +13,6 @@ import (
 	"github.com/prsaga/prsaga/platform/backoff"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/fault"
-	"github.com/prsaga/prsaga/platform/logging"
 	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 )
@@ -34,7 +33,7 @@ func (r *Runner) open(ctx context.Context, m jetstream.Msg) *unit {
 	}
 	u := &unit{m: m, env: env}
 	r.observe(ctx, u)
-	u.log = logging.ForEvent(r.cfg.Log, u.env)
+	u.log = eventLog(r.cfg.Log, u.env)
 	return u
 }
 

@@ -72,7 +72,7 @@ func (c *stmtCache) close() {
 // ExecContext executes a statement in the transaction.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if s := tx.db.stmts.get(query); s != nil {
-		return tx.Tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+		return tx.stmt(ctx, s).ExecContext(ctx, args...)
 	}
 	tx.miss(query)
 	return tx.Tx.ExecContext(ctx, query, args...)
@@ -86,7 +86,7 @@ func (tx *Tx) Exec(query string, args ...any) (sql.Result, error) {
 // QueryRowContext runs a query expected to return at most one row.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if s := tx.db.stmts.get(query); s != nil {
-		return tx.Tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
+		return tx.stmt(ctx, s).QueryRowContext(ctx, args...)
 	}
 	tx.miss(query)
 	return tx.Tx.QueryRowContext(ctx, query, args...)

@@ -43,6 +43,7 @@ type Tx struct {
 	rows    []OutboxRow // what Emit appended, for the relay once committed
 	after   []func()
 	misses  map[string]bool // statements to prepare once the tx is over
+	bound   *bound          // shared by the units of one transaction
 }
 
 // AfterCommit registers f to run once the transaction has committed (for
@@ -134,6 +135,7 @@ func (db *DB) updateEach(reqs []*request) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	now := db.now()
+	shared := &bound{}
 	n := 0
 	for _, r := range reqs {
 		r.errs = make([]error, len(r.fns))
@@ -156,7 +158,7 @@ func (db *DB) updateEach(reqs []*request) error {
 	}()
 	for _, r := range reqs {
 		for i, fn := range r.fns {
-			tx := &Tx{Tx: stx, db: db, ctx: r.ctx, now: now}
+			tx := &Tx{Tx: stx, db: db, ctx: r.ctx, now: now, bound: shared}
 			r.txs[i] = tx
 			if n == 1 {
 				// One unit needs no savepoint: its failure rolls back the lot.
@@ -182,7 +184,7 @@ func (db *DB) updateEach(reqs []*request) error {
 	// callers' units (marks.go), rather than in a transaction of their own.
 	folded := db.marks.take()
 	if len(folded) > 0 {
-		ftx := &Tx{Tx: stx, db: db, ctx: ctx, now: now}
+		ftx := &Tx{Tx: stx, db: db, ctx: ctx, now: now, bound: shared}
 		switch err := db.fold(ctx, ftx, folded, now.UnixMicro()); {
 		case err == errFoldFailed:
 			db.marks.settle(folded, false)

@@ -50,10 +50,7 @@ func (t *Telemetry) Parent(ctx context.Context, m contracts.Meta) context.Contex
 
 func (t *Telemetry) parent(ctx context.Context, traceParent, traceState, correlationID string) context.Context {
 	if traceParent != "" {
-		c := propagation.MapCarrier{contracts.ExtTraceParent: traceParent}
-		if traceState != "" {
-			c[contracts.ExtTraceState] = traceState
-		}
+		c := &traceCarrier{parent: traceParent, state: traceState}
 		if pctx := traceContext.Extract(ctx, c); trace.SpanContextFromContext(pctx).IsValid() {
 			return pctx
 		}
@@ -72,9 +69,9 @@ func WithSpan(ctx context.Context, env contracts.Envelope) contracts.Envelope {
 	if !trace.SpanContextFromContext(ctx).IsValid() || env.Event == nil {
 		return env
 	}
-	c := propagation.MapCarrier{}
+	c := &traceCarrier{}
 	traceContext.Inject(ctx, c)
-	tp, ts := c[contracts.ExtTraceParent], c[contracts.ExtTraceState]
+	tp, ts := c.parent, c.state
 	if tp == "" {
 		return env
 	}

@@ -1,0 +1,86 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/prsaga/prsaga/platform/store"
+)
+
+// The units of one transaction share its bound statements: a cached
+// statement is bound once per transaction, whichever unit runs it, also
+// after a unit failed and was rolled back to its savepoint; and every
+// unit's writes land as before.
+func TestUnitsOfATransactionShareBoundStatements(t *testing.T) {
+	db := openGroupDB(t)
+	ctx := context.Background()
+	const insert = `INSERT INTO kv (k, v) VALUES (?, 1)`
+	// The first transaction runs the statement unprepared and prepares it
+	// once over.
+	if err := db.Update(ctx, func(stx store.Tx) error {
+		_, err := stx.(*Tx).ExecContext(ctx, insert, "warm")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if db.stmts.get(insert) == nil {
+		t.Fatal("test setup: the insert was not cached")
+	}
+	var shared *bound
+	boundInsert := map[*sql.Stmt]bool{}
+	fns := make([]func(store.Tx) error, 4)
+	for i := range fns {
+		fns[i] = func(stx store.Tx) error {
+			tx := stx.(*Tx)
+			if shared == nil {
+				shared = tx.bound
+			} else if tx.bound != shared {
+				t.Errorf("unit %d has a bound cache of its own", i)
+			}
+			if _, err := tx.ExecContext(ctx, insert, fmt.Sprint("k", i)); err != nil {
+				return err
+			}
+			boundInsert[tx.stmt(ctx, db.stmts.get(insert))] = true
+			if i == 1 {
+				return errors.New("unit 1 fails") // rolled back to its savepoint
+			}
+			return nil
+		}
+	}
+	errs, err := db.UpdateEach(ctx, fns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range errs {
+		if (e != nil) != (i == 1) {
+			t.Errorf("unit %d: %v", i, e)
+		}
+	}
+	if len(boundInsert) != 1 {
+		t.Errorf("the insert was bound %d times in one transaction, want once", len(boundInsert))
+	}
+	for i := 0; i < 4; i++ {
+		if got := has(t, db, fmt.Sprint("k", i)); got != (i != 1) {
+			t.Errorf("k%d committed: %v", i, got)
+		}
+	}
+	// A later transaction binds anew (the earlier ones were closed with it).
+	var again *sql.Stmt
+	if err := db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*Tx)
+		if tx.bound == shared {
+			t.Error("a later transaction shares the earlier one's bound statements")
+		}
+		_, err := tx.ExecContext(ctx, insert, "later")
+		again = tx.stmt(ctx, db.stmts.get(insert))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if boundInsert[again] {
+		t.Error("a later transaction reused a statement bound to an earlier one")
+	}
+}
