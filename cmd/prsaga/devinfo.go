@@ -14,7 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/prsaga/prsaga/cmd/prsaga/internal/durable"
+	"github.com/prsaga/prsaga/platform/durable"
 	"github.com/prsaga/prsaga/platform/config"
 )
 

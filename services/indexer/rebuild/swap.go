@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/prsaga/prsaga/platform/durable"
 )
 
 // swap puts the index built in built in place of the live one, keeping
@@ -16,7 +18,7 @@ func swap(live, built, old string) error {
 		if err := os.Rename(built, old); err != nil {
 			return fmt.Errorf("swapped in, but the old index is left in %s: %w", built, err)
 		}
-		return syncDir(filepath.Dir(live))
+		return durable.Sync(filepath.Dir(live))
 	}
 	if err := os.Rename(live, old); err != nil {
 		return fmt.Errorf("move the old index aside: %w", err)
@@ -24,18 +26,5 @@ func swap(live, built, old string) error {
 	if err := os.Rename(built, live); err != nil {
 		return fmt.Errorf("the old index is in %s, the new one in %s: rename it to %s: %w", old, built, live, err)
 	}
-	return syncDir(filepath.Dir(live))
-}
-
-// syncDir makes the renames in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return durable.Sync(filepath.Dir(live))
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/prsaga/prsaga/cmd/prsaga/internal/durable"
+	"github.com/prsaga/prsaga/platform/durable"
 	"github.com/prsaga/prsaga/contracts"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	_ "modernc.org/sqlite" // driver "sqlite"
 
-	"github.com/prsaga/prsaga/cmd/prsaga/internal/durable"
+	"github.com/prsaga/prsaga/platform/durable"
 	"github.com/prsaga/prsaga/contracts"
 )
 
