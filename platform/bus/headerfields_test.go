@@ -3,28 +3,18 @@ package bus_test
 import (
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/prsaga/prsaga/platform/bus"
 )
 
 // Two header names that differ only in case name one header: the event
 // decodes with one of the two values, as a map of lower-cased names gave.
 func TestDecodeHeaderNamesDifferingOnlyInCase(t *testing.T) {
-	want := sampleEvent(t)
-	msg, err := bus.Encode(testSubject, want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := nats.Header{}
-	for k, v := range msg.Header {
-		h[k] = v
-	}
+	want, h, data := encodedWithNames(t, func(k string) string { return k })
 	h["Ce-Subject"] = []string{"acme/widgets#99"}
 	h["content-type"] = []string{"application/json"}
 	h["Ce-Empty"] = nil // no value: as if absent
 	for i := 0; i < 20; i++ {
-		got, err := bus.Decode(h, msg.Data)
+		got, err := bus.Decode(h, data)
 		if err != nil {
 			t.Fatalf("decode: %v", err)
 		}
