@@ -16,19 +16,12 @@ package ydb
 
 import (
 	"context"
-	"embed"
 	"fmt"
 
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/ledger"
 )
-
-//go:embed migrations/*.yql
-var migrationFiles embed.FS
-
-// Migrations is the ledger's schema, applied by pydb.Open.
-var Migrations = pydb.EmbeddedMigrations("ledger", migrationFiles, "migrations")
 
 // Tables is the ledger's tables in its YDB directory: the queries under
 // ledger.Store. Safe for concurrent use.

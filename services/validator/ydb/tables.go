@@ -1,7 +1,6 @@
 package ydb
 
 import (
-	"embed"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -13,12 +12,6 @@ import (
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/validator"
 )
-
-//go:embed migrations/*.yql
-var migrationFiles embed.FS
-
-// Migrations are the validator's tables, applied by pydb.Open.
-var Migrations = pydb.EmbeddedMigrations("validator", migrationFiles, "migrations")
 
 // The validator's statements. Every value is a typed parameter.
 const (
