@@ -31,13 +31,9 @@ type Tables struct {
 
 var _ ledger.Tables = (*Tables)(nil)
 
-// NewTables returns the tables of db, which must have been opened with
-// Migrations.
-func NewTables(db *pydb.DB) *Tables { return &Tables{db: db} }
-
 // NewStore returns the ledger's store over db, which must have been opened
 // with Migrations.
-func NewStore(db *pydb.DB) *ledger.Store { return ledger.NewStore(db, NewTables(db)) }
+func NewStore(db *pydb.DB) *ledger.Store { return ledger.NewStore(db, &Tables{db: db}) }
 
 // Check reports whether the ledger's tables exist.
 func (s *Tables) Check(ctx context.Context) error {
