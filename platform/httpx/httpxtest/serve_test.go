@@ -17,7 +17,9 @@ type fatals struct {
 
 func (f *fatals) Helper() {}
 
-func (f *fatals) Fatalf(format string, args ...any) { f.msgs = append(f.msgs, fmt.Sprintf(format, args...)) }
+func (f *fatals) Fatalf(format string, args ...any) {
+	f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+}
 
 func TestServeFailsOnAnswersNoAPIGives(t *testing.T) {
 	answer := func(code int, ct, body string) http.Handler {
