@@ -21,6 +21,14 @@ type Meta struct {
 	TraceState    string
 }
 
+// The longest client reference and trace context MetaOf accepts (the
+// ledger's API holds a request's body and headers to the same).
+const (
+	MaxClientRef   = 256
+	MaxTraceParent = 256
+	MaxTraceState  = 512
+)
+
 // New builds a CloudEvent with the payload as JSON data, subject = pr id,
 // and the extensions of m. It validates the result against CloudEvents and
 // against the contract's id and extension rules (the checks MetaOf makes), so
@@ -154,7 +162,7 @@ func MetaOf(e *event.Event) (Meta, error) {
 			return Meta{}, err
 		}
 	}
-	if len(m.ClientRef) > 256 || len(m.TraceParent) > 256 || len(m.TraceState) > 512 {
+	if len(m.ClientRef) > MaxClientRef || len(m.TraceParent) > MaxTraceParent || len(m.TraceState) > MaxTraceState {
 		return Meta{}, fieldErr("extensions", "clientref, traceparent or tracestate is too long")
 	}
 	return m, nil

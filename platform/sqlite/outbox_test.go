@@ -10,42 +10,6 @@ import (
 	"github.com/prsaga/prsaga/platform/store"
 )
 
-func TestCommittedSignalsAfterEmittingCommit(t *testing.T) {
-	ctx := testContext(t)
-	db, _ := openClock(t)
-	signalled := func() bool {
-		select {
-		case <-db.Committed():
-			return true
-		default:
-			return false
-		}
-	}
-	signalled() // whatever opening did
-	putKV(t, db, "a", 1, "of a")
-	if signalled() {
-		t.Error("Committed signalled after a commit that emitted nothing")
-	}
-	errNo := errors.New("no")
-	_ = db.Update(ctx, func(tx store.Tx) error {
-		if err := tx.Emit(requested(t, "e-rolled-back")); err != nil {
-			return err
-		}
-		return errNo
-	})
-	if signalled() {
-		t.Error("Committed signalled after a rolled-back transaction")
-	}
-	emit(t, db, requested(t, "e-1"))
-	emit(t, db, requested(t, "e-2")) // coalesced: the relay reads all unsent rows
-	if !signalled() {
-		t.Fatal("Committed not signalled after a commit that emitted")
-	}
-	if signalled() {
-		t.Error("Committed signalled twice for two commits; want one pending signal (non-blocking)")
-	}
-}
-
 func TestCommittedRowsAreTheCommittedOnes(t *testing.T) {
 	ctx := testContext(t)
 	db, _ := openClock(t)

@@ -46,14 +46,7 @@ func Upgrade(t testing.TB, fixture string, now time.Time, migs ...sqlite.Migrati
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	body, err := os.ReadFile(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "upgraded.sqlite")
-	if err := os.WriteFile(path, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := copyFixture(t, fixture, "upgraded.sqlite")
 	before := snapshot(t, ctx, path)
 
 	db, err := sqlite.Open(ctx, path, sqlite.Options{Now: func() time.Time { return now }}, migs...)
@@ -198,15 +191,7 @@ func column(t testing.TB, ctx context.Context, q *sql.DB, query string) []string
 func HadMigration(t testing.TB, fixture, component, name string) bool {
 	t.Helper()
 	// A copy: even a read-only open of a WAL database leaves files beside it.
-	body, err := os.ReadFile(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "fixture.sqlite")
-	if err := os.WriteFile(path, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", "file:"+path)
+	raw, err := sql.Open("sqlite", "file:"+copyFixture(t, fixture, "fixture.sqlite"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,4 +201,19 @@ func HadMigration(t testing.TB, fixture, component, name string) bool {
 		t.Fatal(err)
 	}
 	return n > 0
+}
+
+// copyFixture copies the committed fixture file to name in a directory of
+// the test's own, so that nothing the test opens changes the fixture.
+func copyFixture(t testing.TB, fixture, name string) string {
+	t.Helper()
+	body, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

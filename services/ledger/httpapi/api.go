@@ -109,12 +109,7 @@ func (a *API) Routes(mux *http.ServeMux) {
 }
 
 func (a *API) listSagas(w http.ResponseWriter, r *http.Request) {
-	f, err := a.filterOf(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	page, err := a.list(r.Context(), f)
+	_, page, err := a.list(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -122,14 +117,19 @@ func (a *API) listSagas(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, page)
 }
 
-// list reads one page of f, its sagas marked stuck.
-func (a *API) list(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
-	page, err := a.Sagas.List(ctx, f)
+// list reads the page of sagas the request's filter asks for (the API's
+// and the dashboard's), its sagas marked stuck.
+func (a *API) list(r *http.Request) (ledger.Filter, ledger.Page, error) {
+	f, err := a.filterOf(r)
 	if err != nil {
-		return ledger.Page{}, err
+		return f, ledger.Page{}, err
+	}
+	page, err := a.Sagas.List(r.Context(), f)
+	if err != nil {
+		return f, ledger.Page{}, err
 	}
 	a.markStuck(page.Sagas)
-	return page, nil
+	return f, page, nil
 }
 
 // sagaOf reads the saga of the PR the request's path names (an unknown PR

@@ -91,17 +91,12 @@ type dashboardPage struct {
 // dashboard shows counts per state and step durations, and lists sagas,
 // newest activity first, filtered by state, repo and stuck.
 func (a *API) dashboard(w http.ResponseWriter, r *http.Request) {
-	f, err := a.filterOf(r)
+	f, page, err := a.list(r)
 	if err != nil {
 		a.failPage(w, r, err)
 		return
 	}
 	st, err := a.statsWithDLQ(r.Context())
-	if err != nil {
-		a.failPage(w, r, err)
-		return
-	}
-	page, err := a.list(r.Context(), f)
 	if err != nil {
 		a.failPage(w, r, err)
 		return

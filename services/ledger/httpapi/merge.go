@@ -29,13 +29,6 @@ type accepted struct {
 	PRID          string `json:"pr_id"`
 }
 
-// maxClientRef and maxTraceState mirror the limits contracts.MetaOf puts
-// on the extensions.
-const (
-	maxClientRef  = 256
-	maxTraceState = 512
-)
-
 // postMergeRequest publishes a requested event through the ledger's
 // outbox: once it answers 202 the request is committed and will reach the
 // bus. The body is the JSON payload, or a CloudEvent in structured
@@ -79,7 +72,7 @@ func (a *API) jsonRequest(w http.ResponseWriter, r *http.Request) (*event.Event,
 		return nil, invalid{"the request names no valid PR", err}
 	}
 	errs := []error{body.Request.Validate()}
-	if len(body.ClientRef) > maxClientRef {
+	if len(body.ClientRef) > contracts.MaxClientRef {
 		errs = append(errs, &contracts.FieldError{Field: "client_ref", Problem: "is longer than 256 bytes"})
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -93,7 +86,7 @@ func (a *API) jsonRequest(w http.ResponseWriter, r *http.Request) (*event.Event,
 	if tp := r.Header.Get("traceparent"); tp != "" {
 		if _, _, err := logging.ParseTraceParent(tp); err == nil {
 			m.TraceParent = tp
-			if ts := r.Header.Get("tracestate"); len(ts) <= maxTraceState {
+			if ts := r.Header.Get("tracestate"); len(ts) <= contracts.MaxTraceState {
 				m.TraceState = ts
 			}
 		}

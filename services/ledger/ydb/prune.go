@@ -37,7 +37,7 @@ var _ ledger.BodyPruner = (*Tables)(nil)
 // Timestamp has microseconds, as the rows do): sagas updated in the very
 // microsecond a batch ended on wait for the next restart's first round.
 func (s *Tables) PruneBodies(ctx context.Context, cutoff time.Time, after ledger.Cursor, limit int) (ledger.Cursor, int, int64, error) {
-	sagas, err := collect(ctx, s.db, qMergedSagas, mergedSagasParams(cutoff, after.UpdatedAt, limit), scanMerged)
+	sagas, err := pydb.Collect(ctx, s.db, qMergedSagas, mergedSagasParams(cutoff, after.UpdatedAt, limit), scanMerged)
 	if err != nil {
 		return after, 0, 0, fmt.Errorf("read merged sagas: %w", err)
 	}

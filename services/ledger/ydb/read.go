@@ -31,7 +31,7 @@ func (s *Tables) SagaRow(ctx context.Context, prID string) (contracts.Row, error
 
 // Transitions lists the PR's history, oldest first.
 func (s *Tables) Transitions(ctx context.Context, prID string) ([]ledger.Transition, error) {
-	out, err := collect(ctx, s.db, qTransitions, prKey(prID), func(row query.Row) (ledger.Transition, error) {
+	out, err := pydb.Collect(ctx, s.db, qTransitions, prKey(prID), func(row query.Row) (ledger.Transition, error) {
 		t, _, err := scanTransition(row, false)
 		return t, err
 	})
@@ -137,19 +137,7 @@ func newestFirst(a, b contracts.Row) int {
 }
 
 func (s *Tables) sagas(ctx context.Context, q string, p ydbsdk.Params) ([]contracts.Row, error) {
-	return collect(ctx, s.db, q, p, scanSaga)
-}
-
-// collect runs q and scans every row of its answer (an empty answer is
-// an empty slice, not nil).
-func collect[T any](ctx context.Context, db *pydb.DB, q string, p ydbsdk.Params, scan func(query.Row) (T, error)) ([]T, error) {
-	out := []T{}
-	err := db.Query(ctx, q, p, func(row query.Row) error {
-		v, err := scan(row)
-		out = append(out, v)
-		return err
-	})
-	return out, err
+	return pydb.Collect(ctx, s.db, q, p, scanSaga)
 }
 
 // listed is what a read of a list returns: its rows, or its error said in
@@ -164,7 +152,7 @@ func listed[T any](out []T, err error, format string, args ...any) ([]T, error) 
 // Events lists the events recorded for a PR, oldest first (at most
 // MaxEvents). An unknown PR has none.
 func (s *Tables) Events(ctx context.Context, prID string) ([]ledger.Event, error) {
-	out, err := collect(ctx, s.db, qEventsOfPR, prEventsParams(prID), scanEvent)
+	out, err := pydb.Collect(ctx, s.db, qEventsOfPR, prEventsParams(prID), scanEvent)
 	return listed(out, err, "list events of %s", prID)
 }
 
@@ -186,7 +174,7 @@ func (s *Tables) RunTransitions(ctx context.Context, correlationID string) ([]le
 
 // RunEvents lists a run's events, oldest first.
 func (s *Tables) RunEvents(ctx context.Context, correlationID string) ([]ledger.Event, error) {
-	out, err := collect(ctx, s.db, qEventsOfRun, runParams(correlationID), scanEvent)
+	out, err := pydb.Collect(ctx, s.db, qEventsOfRun, runParams(correlationID), scanEvent)
 	return listed(out, err, "read events of run %s", correlationID)
 }
 

@@ -16,19 +16,12 @@ package ydb
 
 import (
 	"context"
-	"embed"
 	"fmt"
 
 	"github.com/prsaga/prsaga/platform/store"
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/ledger"
 )
-
-//go:embed migrations/*.yql
-var migrationFiles embed.FS
-
-// Migrations is the ledger's schema, applied by pydb.Open.
-var Migrations = pydb.EmbeddedMigrations("ledger", migrationFiles, "migrations")
 
 // Tables is the ledger's tables in its YDB directory: the queries under
 // ledger.Store. Safe for concurrent use.
@@ -38,13 +31,9 @@ type Tables struct {
 
 var _ ledger.Tables = (*Tables)(nil)
 
-// NewTables returns the tables of db, which must have been opened with
-// Migrations.
-func NewTables(db *pydb.DB) *Tables { return &Tables{db: db} }
-
 // NewStore returns the ledger's store over db, which must have been opened
 // with Migrations.
-func NewStore(db *pydb.DB) *ledger.Store { return ledger.NewStore(db, NewTables(db)) }
+func NewStore(db *pydb.DB) *ledger.Store { return ledger.NewStore(db, &Tables{db: db}) }
 
 // Check reports whether the ledger's tables exist.
 func (s *Tables) Check(ctx context.Context) error {

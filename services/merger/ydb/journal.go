@@ -5,7 +5,6 @@ package ydb
 
 import (
 	"context"
-	"embed"
 	"fmt"
 	"time"
 
@@ -16,12 +15,6 @@ import (
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/merger/gitrepo"
 )
-
-//go:embed migrations/*.yql
-var migrationFiles embed.FS
-
-// Migrations are the merger's tables, applied by pydb.Open.
-var Migrations = pydb.EmbeddedMigrations("merger", migrationFiles, "migrations")
 
 // The journal's statements; every value is a typed parameter.
 const (
@@ -41,15 +34,7 @@ type Journal struct {
 // Recorded returns the commits recorded for the PR. The read is a
 // snapshot taken when it begins: every record committed before is seen.
 func (j *Journal) Recorded(ctx context.Context, prID string) ([]string, error) {
-	var out []string
-	err := j.DB.Query(ctx, qRecorded, recordedParams(prID), func(row query.Row) error {
-		sha, err := scanSHA(row)
-		if err != nil {
-			return err
-		}
-		out = append(out, sha)
-		return nil
-	})
+	out, err := pydb.Collect(ctx, j.DB, qRecorded, recordedParams(prID), scanSHA)
 	if err != nil {
 		return nil, fmt.Errorf("read merge journal: %w", err)
 	}

@@ -1,18 +1,17 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/prsaga/prsaga/platform/httpx/httpxtest"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/notifier"
 	"github.com/prsaga/prsaga/services/notifier/httpapi"
@@ -49,27 +48,15 @@ func FuzzPutWatchers(f *testing.F) {
 	api := &httpapi.API{Store: notifier.Tables{Store: &nsqlite.Store{DB: db}, DB: db}, LookupIP: noDNS}
 	mux := http.NewServeMux()
 	api.Routes(mux)
+	// ok is false when the request cannot be built or no route matched.
 	do := func(t *testing.T, method, target, ct string, body []byte) (int, []byte, bool) {
-		req, err := http.NewRequest(method, "http://notifier.test"+target, bytes.NewReader(body))
+		req, err := httpxtest.Request(method, "http://notifier.test"+target, ct, body)
 		if err != nil {
 			return 0, nil, false
 		}
-		if ct != "" {
-			req.Header.Set("Content-Type", ct)
-		}
-		rec := httptest.NewRecorder()
-		mux.ServeHTTP(rec, req)
-		if rec.Code >= 500 {
-			t.Fatalf("%s %q: answered %d: %s", method, target, rec.Code, rec.Body.Bytes())
-		}
-		if (rec.Code == 404 || rec.Code == 405) && strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") {
-			return rec.Code, nil, false // no route matched
-		}
-		if rec.Code >= 400 {
-			var e struct{ Error string }
-			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
-				t.Fatalf("%s %q: answer %d is not {\"error\": ...}: %q", method, target, rec.Code, rec.Body.Bytes())
-			}
+		rec, routed := httpxtest.Serve(t, mux, req)
+		if !routed {
+			return rec.Code, nil, false
 		}
 		return rec.Code, rec.Body.Bytes(), true
 	}

@@ -4,18 +4,11 @@ package sqlite
 
 import (
 	"context"
-	"embed"
 	"fmt"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/notifier"
 )
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// Migrations of the notifier's tables.
-var Migrations = psqlite.EmbeddedMigrations("notifier", migrationFiles, "migrations")
 
 // Store implements notifier.Store on the notifier's database. Safe for
 // concurrent use.

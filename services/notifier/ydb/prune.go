@@ -88,13 +88,11 @@ func (p *DeliveryPruner) PruneDeliveries(ctx context.Context, olderThan time.Dur
 // unless it is the page's only run (a run of more rows than a page is
 // skipped: never pruned, which is safe).
 func (p *DeliveryPruner) page(ctx context.Context, limit int) ([]run, string, error) {
-	var rows []pageRow
-	err := p.DB.Query(ctx, qDeliveryPage, deliveryPageParams(p.shard, p.after, limit), func(row query.Row) error {
+	rows, err := pydb.Collect(ctx, p.DB, qDeliveryPage, deliveryPageParams(p.shard, p.after, limit), func(row query.Row) (pageRow, error) {
 		var r pageRow
 		var err error
 		r.id, r.delivered, r.at, err = scanDeliveryPage(row)
-		rows = append(rows, r)
-		return err
+		return r, err
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("prune deliveries: %w", err)

@@ -5,7 +5,6 @@ package ydb
 
 import (
 	"context"
-	"embed"
 	"fmt"
 
 	"github.com/ydb-platform/ydb-go-sdk/v3/query"
@@ -13,12 +12,6 @@ import (
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/notifier"
 )
-
-//go:embed migrations/*.yql
-var migrationFiles embed.FS
-
-// Migrations of the notifier's tables, applied by pydb.Open.
-var Migrations = pydb.EmbeddedMigrations("notifier", migrationFiles, "migrations")
 
 // The notifier's statements; every value is a typed parameter.
 const (
@@ -48,15 +41,7 @@ var _ notifier.Store = (*Store)(nil)
 
 // Watchers lists a repository's watchers, by id.
 func (s *Store) Watchers(ctx context.Context, repo string) ([]notifier.Watcher, error) {
-	var out []notifier.Watcher
-	err := s.DB.Query(ctx, qWatchers, repoParams(repo), func(row query.Row) error {
-		w, err := scanWatcher(row)
-		if err != nil {
-			return err
-		}
-		out = append(out, w)
-		return nil
-	})
+	out, err := pydb.Collect(ctx, s.DB, qWatchers, repoParams(repo), scanWatcher)
 	if err != nil {
 		return nil, fmt.Errorf("watchers: %w", err)
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,12 +11,6 @@ import (
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/validator"
 )
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// Migrations are the validator's tables, applied by psqlite.Open.
-var Migrations = psqlite.EmbeddedMigrations("validator", migrationFiles, "migrations")
 
 // Querier runs reads: a *psqlite.Tx inside a commit, or the *psqlite.DB
 // outside (its statements are prepared once on the reader pool).

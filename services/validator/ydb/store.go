@@ -3,9 +3,6 @@ package ydb
 import (
 	"context"
 
-	ydbsdk "github.com/ydb-platform/ydb-go-sdk/v3"
-	"github.com/ydb-platform/ydb-go-sdk/v3/query"
-
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/validator"
 )
@@ -24,9 +21,7 @@ func NewStore(db *pydb.DB) *Store { return &Store{db: db} }
 
 // Statuses returns the latest status of every context of repo@sha.
 func (s *Store) Statuses(ctx context.Context, repo, sha string) ([]validator.Status, error) {
-	return readStatuses(func(q string, params ydbsdk.Params, each func(query.Row) error) error {
-		return s.db.Query(ctx, q, params, each)
-	}, repo, sha)
+	return statuses(pydb.Collect(ctx, s.db, qStatuses, statusesParams(repo, sha), scanStatus))
 }
 
 // Protection returns the required contexts of repo's branch; ok is false

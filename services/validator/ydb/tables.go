@@ -1,7 +1,6 @@
 package ydb
 
 import (
-	"embed"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -13,12 +12,6 @@ import (
 	pydb "github.com/prsaga/prsaga/platform/ydb"
 	"github.com/prsaga/prsaga/services/validator"
 )
-
-//go:embed migrations/*.yql
-var migrationFiles embed.FS
-
-// Migrations are the validator's tables, applied by pydb.Open.
-var Migrations = pydb.EmbeddedMigrations("validator", migrationFiles, "migrations")
 
 // The validator's statements. Every value is a typed parameter.
 const (
@@ -63,19 +56,12 @@ func (s *Store) Bind(stx store.Tx) (validator.Tx, error) {
 
 // Statuses returns the latest status of every context of repo@sha, by context.
 func (t *Tx) Statuses(repo, sha string) ([]validator.Status, error) {
-	return readStatuses(t.tx.Query, repo, sha)
+	return statuses(pydb.CollectTx(t.tx, qStatuses, statusesParams(repo, sha), scanStatus))
 }
 
-// readStatuses runs qStatuses through run: a transaction's, or the
-// store's snapshot read.
-func readStatuses(run func(q string, params ydbsdk.Params, each func(query.Row) error) error, repo, sha string) ([]validator.Status, error) {
-	out := []validator.Status{}
-	err := run(qStatuses, statusesParams(repo, sha),
-		func(row query.Row) error {
-			s, err := scanStatus(row)
-			out = append(out, s)
-			return err
-		})
+// statuses is what a read of qStatuses (a transaction's, or the store's
+// snapshot read) returns.
+func statuses(out []validator.Status, err error) ([]validator.Status, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read statuses: %w", err)
 	}
