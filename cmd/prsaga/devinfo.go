@@ -14,8 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/prsaga/prsaga/platform/durable"
 	"github.com/prsaga/prsaga/platform/config"
+	"github.com/prsaga/prsaga/platform/durable"
 )
 
 // devInfoFile is where `prsaga dev` records where it listens, in its data

@@ -11,8 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/prsaga/prsaga/platform/durable"
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/durable"
 )
 
 // ErrTooOld is matched (errors.Is) by Restore's error when the backup is

@@ -15,8 +15,8 @@ import (
 
 	_ "modernc.org/sqlite" // driver "sqlite"
 
-	"github.com/prsaga/prsaga/platform/durable"
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/durable"
 )
 
 // Options of a backup.
