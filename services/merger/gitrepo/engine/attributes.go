@@ -99,7 +99,7 @@ func (r *repo) newMergeAttributes(root plumbing.Hash) (*mergeAttributes, error) 
 			{"diff", attrState{kind: attrUnset}}, {"merge", attrState{kind: attrUnset}}, {"text", attrState{kind: attrUnset}},
 		}},
 	}
-	cfg, err := r.s.Config()
+	cfg, err := r.config()
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
@@ -516,7 +516,7 @@ func (m *treeMerge) mergeStyle(p string) (lineStyle, string, error) {
 // versions' line endings before merging them; that is not done here, so
 // it turns line merges off.
 func (r *repo) renormalizeConfig() (string, error) {
-	cfg, err := r.s.Config()
+	cfg, err := r.config()
 	if err != nil {
 		return "", fmt.Errorf("read config: %w", err)
 	}
@@ -536,7 +536,7 @@ func (r *repo) renormalizeConfig() (string, error) {
 // as its default style does), and its union merge writes conflicts
 // unrefined.
 func (r *repo) conflictStyleConfig() (string, error) {
-	cfg, err := r.s.Config()
+	cfg, err := r.config()
 	if err != nil {
 		return "", fmt.Errorf("read config: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
@@ -41,6 +42,22 @@ type repo struct {
 	// overlay holds objects made by the merge and read back without being
 	// written: a criss-cross merge's virtual base.
 	overlay map[plumbing.Hash]plumbing.EncodedObject
+	// cfg is the repository's config, read once per engine (one merge):
+	// the merge asks it up to four questions, and go-git opens and parses
+	// the file for each.
+	cfg *config.Config
+}
+
+// config is the repository's config as the merge first read it.
+func (r *repo) config() (*config.Config, error) {
+	if r.cfg == nil {
+		c, err := r.s.Config()
+		if err != nil {
+			return nil, err
+		}
+		r.cfg = c
+	}
+	return r.cfg, nil
 }
 
 // New is an engine over the objects of s, finding merge bases with bases.

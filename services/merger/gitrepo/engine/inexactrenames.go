@@ -310,7 +310,7 @@ func chunks(s string) map[string]int {
 // about renames (merge.renames, diff.renames, their limits): then git's
 // detection may differ from its default, and no inexact rename is merged.
 func (r *repo) renameConfig() (bool, error) {
-	cfg, err := r.s.Config()
+	cfg, err := r.config()
 	if err != nil {
 		return false, fmt.Errorf("read config: %w", err)
 	}
