@@ -83,19 +83,22 @@ func (rs *Repos) Open(repo string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if r, ok := rs.repos[repo]; ok {
-		rs.noteUse(r)
-		return r, nil
-	}
 	// Symbolic links are followed, but not out of the repos dir (the
-	// repository keeps its path under the root, as it is named).
+	// repository keeps its path under the root, as it is named). Checked
+	// on every open, not only the first: a repository replaced since by a
+	// link out of the repos dir is refused, as the validator and the
+	// indexer refuse it.
 	if _, err := rs.paths.Resolve(repo); err != nil {
 		if errors.Is(err, repopath.ErrNotFound) {
 			return nil, fmt.Errorf("open %s: %w", repo, ErrRepoNotFound)
 		}
 		return nil, fmt.Errorf("open %s: %w", repo, err)
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, ok := rs.repos[repo]; ok {
+		rs.noteUse(r)
+		return r, nil
 	}
 	r := rs.newRepo(repo, dir)
 	rs.repos[repo] = r
