@@ -49,15 +49,18 @@ type probeRun struct {
 	h     *harness
 	store *countingStore
 	hold  chan struct{}
+	held  chan struct{} // closed when "first" is in its side effect
 	mu    sync.Mutex
 	ran   map[string]int // handler runs per event id
 }
 
 func startProbeRun(t *testing.T, failAny int64) *probeRun {
-	p := &probeRun{hold: make(chan struct{}), ran: map[string]int{}}
+	p := &probeRun{hold: make(chan struct{}), held: make(chan struct{}), ran: map[string]int{}}
+	var once sync.Once
 	p.h = start(t, setup{workers: 1,
 		effect: func(ctx context.Context, env contracts.Envelope) error {
 			if env.Event.ID() == "first" {
+				once.Do(func() { close(p.held) })
 				select {
 				case <-p.hold:
 				case <-time.After(10 * time.Second):
@@ -98,14 +101,20 @@ func (p *probeRun) seed(ids ...string) {
 	}
 }
 
-// publishWaiting publishes "first" (held in its side effect), then n
-// requests ("w-0".."w-<n-1>") and then a copy of "w-1" (another message
-// id, same event id), waits until all are delivered and releases the
-// hold; it returns the last stream sequence.
+// publishWaiting publishes "first" and waits until it is held in its side
+// effect (its inbox check and its batch are done: the others cannot join
+// them), then n requests ("w-0".."w-<n-1>") and a copy of "w-1" (another
+// message id, same event id), waits until all are delivered and releases
+// the hold; it returns the last stream sequence.
 func (p *probeRun) publishWaiting(n int) uint64 {
 	h := p.h
 	r := validRequest()
 	h.publish(requested(h.t, "first", r))
+	select {
+	case <-p.held:
+	case <-time.After(15 * time.Second):
+		h.t.Fatal("the first message never reached its side effect")
+	}
 	for i := 0; i < n; i++ {
 		r := validRequest()
 		r.PRNumber = i + 2
