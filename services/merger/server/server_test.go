@@ -38,9 +38,10 @@ func sharedFile(edit map[int]bool) string {
 // merger instances (one database file opened by each — replicas share the
 // merger's journal —, two connections, one durable consumer, one repos dir). Each PR adds its own file and changes its own line of a
 // shared file, so every merge after the first merges lines onto a target
-// that moved under it. Every PR is merged exactly once, main has all their
-// work, nothing is lost, the repository is sound, and both instances did
-// some of the work.
+// that moved under it. Every PR is merged exactly once, by its own run,
+// and has exactly one merged event, naming that merge (already_merged or
+// not: see below), main has all their work, nothing is lost, the
+// repository is sound, and both instances did some of the work.
 func TestFiftyPRsThroughTwoMergers(t *testing.T) {
 	const prs = 50
 	g := newGitRepo(t)
@@ -86,35 +87,51 @@ func TestFiftyPRsThroughTwoMergers(t *testing.T) {
 	for _, f := range failed {
 		t.Errorf("step_failed for %s: %s %s", f.PRID, f.Code, f.Reason)
 	}
-	first := map[int]string{} // PR → the merge sha of its one non-repeated merged event
+	// Exactly once is what git and the stream hold, not how each event
+	// reads: a PR's merged event says already_merged when the instance that
+	// committed it found the merge done — made by an earlier attempt of the
+	// same run whose own outcome was not committed (its transaction failed,
+	// or lost to a redelivery to the other instance under load:
+	// TestRedeliveryToTheOtherInstanceWinsTheCommit). Either way the event
+	// must name the one commit this run wrote for the PR.
+	events := map[int][]merged{}
 	for _, m := range ms {
 		n, ok := corr[m.corr]
 		if !ok {
 			t.Errorf("merged event of an unknown run %s", m.corr)
 			continue
 		}
-		if m.AlreadyMerged {
-			continue // a redelivery to the other instance, reporting the same merge
-		}
-		if prev, dup := first[n]; dup {
-			t.Errorf("PR %d merged twice: %s and %s", n, prev, m.MergeSHA)
-		}
-		first[n] = m.MergeSHA
+		events[n] = append(events[n], m)
 	}
-	for _, m := range ms {
-		if n := corr[m.corr]; m.AlreadyMerged && m.MergeSHA != first[n] {
-			t.Errorf("PR %d: already_merged reports %s, the merge was %s", n, m.MergeSHA, first[n])
+	runOf := map[int]string{}
+	for id, n := range corr {
+		runOf[n] = id
+	}
+	fresh, repeated := 0, 0
+	for n := 1; n <= prs; n++ {
+		runs := g.mergesOf(n)
+		if len(runs) != 1 {
+			t.Errorf("PR %d: %d commits with its trailer on main (%v), want 1", n, len(runs), runs)
+		}
+		if len(events[n]) != 1 {
+			t.Errorf("PR %d: %d merged events, want exactly one (the shared inbox commits one outcome per event): %+v", n, len(events[n]), events[n])
+		}
+		for _, m := range events[n] {
+			if got, ok := runs[m.MergeSHA]; !ok || got != runOf[n] {
+				t.Errorf("PR %d: merged event (already_merged %v) names %s, written by run %q; want the PR's one merge on main, written by its run %s (%v)",
+					n, m.AlreadyMerged, m.MergeSHA, got, runOf[n], runs)
+			}
+			if m.AlreadyMerged {
+				repeated++
+			} else {
+				fresh++
+			}
 		}
 	}
-	if len(first) != prs {
-		t.Errorf("%d PRs merged, want %d", len(first), prs)
-	}
+	t.Logf("%d merged events report a fresh merge, %d a merge found done", fresh, repeated)
 
 	files := g.run("", "ls-tree", "-r", "--name-only", "main")
 	for n := 1; n <= prs; n++ {
-		if c := g.trailerCount(n); c != 1 {
-			t.Errorf("PR %d: %d commits with its trailer on main, want 1", n, c)
-		}
 		if !strings.Contains(files, fmt.Sprintf("pr%d/file.txt", n)) {
 			t.Errorf("main lacks pr%d/file.txt", n)
 		}
