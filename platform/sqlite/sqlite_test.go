@@ -74,14 +74,14 @@ func insertKV(k string, v int) func(store.Tx) error {
 	}
 }
 
-// putKV commits k=v in a transaction of its own; when says at which point
-// of the test, for the failure.
 // update runs fn in db.Update on the concrete transaction these tests
 // reach into.
 func update(ctx context.Context, db *sqlite.DB, fn func(tx *sqlite.Tx) error) error {
 	return db.Update(ctx, func(stx store.Tx) error { return fn(stx.(*sqlite.Tx)) })
 }
 
+// putKV commits k=v in a transaction of its own; when says at which point
+// of the test, for the failure.
 func putKV(t *testing.T, db *sqlite.DB, k string, v int, when string) {
 	t.Helper()
 	if err := db.Update(testContext(t), insertKV(k, v)); err != nil {
