@@ -7,6 +7,8 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/services/ledger"
+
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 )
 
 var _ ledger.LogReader = (*Tables)(nil)
@@ -156,14 +158,9 @@ func (s *Tables) PrunedEventIDs(ctx context.Context) (map[string]bool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read pruned events: %w", err)
 	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("read pruned events: %w", err)
-		}
-		out[id] = true
+	out, err := psqlite.ScanSet(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read pruned events: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }

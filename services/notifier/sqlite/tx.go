@@ -50,7 +50,6 @@ func (t *Tx) PutWatchers(repo string, ws []notifier.Watcher) error {
 
 // Delivered reports which of watcherIDs have a delivered row for the run.
 func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bool, error) {
-	out := map[string]bool{}
 	ids, err := json.Marshal(watcherIDs)
 	if err != nil {
 		return nil, fmt.Errorf("delivered: %w", err)
@@ -60,15 +59,11 @@ func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bo
 	if err != nil {
 		return nil, fmt.Errorf("delivered: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("delivered: %w", err)
-		}
-		out[id] = true
+	out, err := psqlite.ScanSet(rows)
+	if err != nil {
+		return nil, fmt.Errorf("delivered: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // PutDeliveries writes delivery rows as given.

@@ -1,0 +1,22 @@
+package sqlite
+
+import "database/sql"
+
+// ScanSet reads rows of one text column into a set and closes them: the
+// answer to the "which of these ids …" queries of the inbox and the
+// adapters. The caller wraps the error with what it was reading.
+func ScanSet(rows *sql.Rows) (map[string]bool, error) {
+	defer rows.Close()
+	set := map[string]bool{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		set[s] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
