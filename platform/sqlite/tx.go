@@ -304,11 +304,7 @@ func (db *DB) ProcessedAny(ctx context.Context, consumer string, eventIDs []stri
 	if err != nil {
 		return nil, fmt.Errorf("inbox lookup: %w", err)
 	}
-	rows, err := db.reads.processedAny.QueryContext(ctx, consumer, string(list))
-	if err != nil {
-		return nil, fmt.Errorf("inbox lookup: %w", err)
-	}
-	seen, err := ScanSet(rows)
+	seen, err := ScanSet(db.reads.processedAny.QueryContext(ctx, consumer, string(list)))
 	if err != nil {
 		return nil, fmt.Errorf("inbox lookup: %w", err)
 	}

@@ -154,11 +154,7 @@ func bodyOf(raw string) []byte {
 
 // PrunedEventIDs lists the events whose bodies retention emptied.
 func (s *Tables) PrunedEventIDs(ctx context.Context) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT event_id FROM saga_event WHERE event = ''`)
-	if err != nil {
-		return nil, fmt.Errorf("read pruned events: %w", err)
-	}
-	out, err := psqlite.ScanSet(rows)
+	out, err := psqlite.ScanSet(s.db.QueryContext(ctx, `SELECT event_id FROM saga_event WHERE event = ''`))
 	if err != nil {
 		return nil, fmt.Errorf("read pruned events: %w", err)
 	}

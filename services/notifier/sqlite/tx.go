@@ -54,12 +54,8 @@ func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bo
 	if err != nil {
 		return nil, fmt.Errorf("delivered: %w", err)
 	}
-	rows, err := t.QueryContext(t.Context(), `SELECT watcher_id FROM delivery
-		WHERE correlation_id = ? AND delivered AND watcher_id IN (SELECT value FROM json_each(?))`, correlationID, string(ids))
-	if err != nil {
-		return nil, fmt.Errorf("delivered: %w", err)
-	}
-	out, err := psqlite.ScanSet(rows)
+	out, err := psqlite.ScanSet(t.QueryContext(t.Context(), `SELECT watcher_id FROM delivery
+		WHERE correlation_id = ? AND delivered AND watcher_id IN (SELECT value FROM json_each(?))`, correlationID, string(ids)))
 	if err != nil {
 		return nil, fmt.Errorf("delivered: %w", err)
 	}
