@@ -253,6 +253,17 @@ func TestDecodeErrors(t *testing.T) {
 		}
 		return msg.Header
 	}
+	// with is a good header with key set to value; without, with key removed.
+	with := func(key, value string) nats.Header {
+		h := good()
+		h[key] = []string{value}
+		return h
+	}
+	without := func(key string) nats.Header {
+		h := good()
+		delete(h, key)
+		return h
+	}
 	body := []byte(`{"a":1}`)
 	tests := []struct {
 		name    string
@@ -269,12 +280,8 @@ func TestDecodeErrors(t *testing.T) {
 		body:    []byte("garbage"),
 		mention: "ce-specversion",
 	}, {
-		name: "specversion 0.3",
-		header: func() nats.Header {
-			h := good()
-			h["ce-specversion"] = []string{"0.3"}
-			return h
-		}(),
+		name:    "specversion 0.3",
+		header:  with("ce-specversion", "0.3"),
 		body:    body,
 		mention: "0.3",
 	}, {
@@ -308,39 +315,23 @@ func TestDecodeErrors(t *testing.T) {
 		body:    []byte(`{"specversion":"1.0","id":"e-1","source":"/x","type":"t","datacontenttype":"application/cloudevents+json","data":{}}`),
 		mention: "datacontenttype",
 	}, {
-		name: "time beyond year 9999 in UTC",
-		header: func() nats.Header {
-			h := good()
-			h["ce-time"] = []string{"9999-12-31T23:00:00-23:00"}
-			return h
-		}(),
+		name:    "time beyond year 9999 in UTC",
+		header:  with("ce-time", "9999-12-31T23:00:00-23:00"),
 		body:    body,
 		mention: "9999",
 	}, {
-		name: "non-UTF-8 header value (percent-encoded)",
-		header: func() nats.Header {
-			h := good()
-			h["ce-subject"] = []string{"acme%FF"}
-			return h
-		}(),
+		name:    "non-UTF-8 header value (percent-encoded)",
+		header:  with("ce-subject", "acme%FF"),
 		body:    body,
 		mention: "UTF-8",
 	}, {
-		name: "non-UTF-8 header value (raw)",
-		header: func() nats.Header {
-			h := good()
-			h["ce-subject"] = []string{"acme\xff"}
-			return h
-		}(),
+		name:    "non-UTF-8 header value (raw)",
+		header:  with("ce-subject", "acme\xff"),
 		body:    body,
 		mention: "UTF-8",
 	}, {
-		name: "overlong UTF-8 after percent-decoding",
-		header: func() nats.Header {
-			h := good()
-			h["ce-subject"] = []string{"a%C0%A0b"}
-			return h
-		}(),
+		name:    "overlong UTF-8 after percent-decoding",
+		header:  with("ce-subject", "a%C0%A0b"),
 		body:    body,
 		mention: "ce-subject",
 	}, {
@@ -349,30 +340,18 @@ func TestDecodeErrors(t *testing.T) {
 		body:    make([]byte, bus.MaxBody+1),
 		mention: "exceeds",
 	}, {
-		name: "bad ce-time",
-		header: func() nats.Header {
-			h := good()
-			h["ce-time"] = []string{"yesterday"}
-			return h
-		}(),
+		name:    "bad ce-time",
+		header:  with("ce-time", "yesterday"),
 		body:    body,
 		mention: "ce-time",
 	}, {
-		name: "bad extension name",
-		header: func() nats.Header {
-			h := good()
-			h["ce-trace_parent"] = []string{"x"}
-			return h
-		}(),
+		name:    "bad extension name",
+		header:  with("ce-trace_parent", "x"),
 		body:    body,
 		mention: "trace_parent",
 	}, {
-		name: "missing id",
-		header: func() nats.Header {
-			h := good()
-			delete(h, "ce-id")
-			return h
-		}(),
+		name:    "missing id",
+		header:  without("ce-id"),
 		body:    body,
 		mention: "id",
 	}}
@@ -415,6 +394,20 @@ func parseFuzzHeader(s string) nats.Header {
 	return h
 }
 
+// decodeFuzz decodes a fuzzed message; ok is false when Decode refused
+// it, which it must do with ErrUndecodable.
+func decodeFuzz(t *testing.T, header string, body []byte) (e *event.Event, ok bool) {
+	t.Helper()
+	e, err := bus.Decode(parseFuzzHeader(header), body)
+	if err != nil {
+		if !errors.Is(err, bus.ErrUndecodable) {
+			t.Fatalf("decode error %q does not match ErrUndecodable", err)
+		}
+		return nil, false
+	}
+	return e, true
+}
+
 // FuzzDecode feeds hostile headers and bodies to Decode: it must never
 // panic, and whatever it accepts must survive Encode → Decode with its id
 // and type intact (so a dead-lettered or relayed copy still names it).
@@ -438,11 +431,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add("Content-Type: application/cloudevents+json", structured)
 	f.Add("", []byte("garbage"))
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		got, err := bus.Decode(parseFuzzHeader(header), body)
-		if err != nil {
-			if !errors.Is(err, bus.ErrUndecodable) {
-				t.Fatalf("decode error %q does not match ErrUndecodable", err)
-			}
+		got, ok := decodeFuzz(t, header, body)
+		if !ok {
 			return
 		}
 		msg, err := bus.Encode(testSubject, got)

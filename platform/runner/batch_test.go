@@ -11,6 +11,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 )
 
 // gate blocks the side effect of the first event until opened, so that the
@@ -121,19 +122,7 @@ func TestOneWorkerCommitsInDeliveryOrder(t *testing.T) {
 	h := start(t, setup{workers: 1})
 	ids, last := h.publishN("o", 40)
 	h.settled(last)
-	rows, err := h.db.Reader().Query(`SELECT event_id FROM effects ORDER BY rowid`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var got []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, id)
-	}
+	got := sqlitetest.Column(t, t.Context(), h.db.Reader(), `SELECT event_id FROM effects ORDER BY rowid`)
 	if fmt.Sprint(got) != fmt.Sprint(ids) {
 		t.Errorf("commit order:\n got %v\nwant %v", got, ids)
 	}

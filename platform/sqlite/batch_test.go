@@ -86,8 +86,7 @@ func TestPreparedStatementsBehaveAsPlainOnes(t *testing.T) {
 	ctx := testContext(t)
 	db, _ := openClock(t)
 	for i := 0; i < 3; i++ {
-		err := db.Update(ctx, func(stx store.Tx) error {
-			tx := stx.(*sqlite.Tx)
+		err := update(ctx, db, func(tx *sqlite.Tx) error {
 			var v int
 			err := tx.QueryRowContext(ctx, `SELECT v FROM kv WHERE k = ?`, "x").Scan(&v)
 			switch {

@@ -74,6 +74,12 @@ func insertKV(k string, v int) func(store.Tx) error {
 	}
 }
 
+// update runs fn in db.Update on the concrete transaction these tests
+// reach into.
+func update(ctx context.Context, db *sqlite.DB, fn func(tx *sqlite.Tx) error) error {
+	return db.Update(ctx, func(stx store.Tx) error { return fn(stx.(*sqlite.Tx)) })
+}
+
 // putKV commits k=v in a transaction of its own; when says at which point
 // of the test, for the failure.
 func putKV(t *testing.T, db *sqlite.DB, k string, v int, when string) {
@@ -189,8 +195,7 @@ func TestPragmas(t *testing.T) {
 				t.Errorf("reader synchronous: got %d, want %d", rsync, tt.want)
 			}
 			var wsync, fk, busy int
-			err := db.Update(ctx, func(stx store.Tx) error {
-				tx := stx.(*sqlite.Tx)
+			err := update(ctx, db, func(tx *sqlite.Tx) error {
 				if err := tx.QueryRow(`PRAGMA synchronous`).Scan(&wsync); err != nil {
 					return err
 				}
@@ -215,8 +220,7 @@ func TestPragmas(t *testing.T) {
 func TestUpdateCommitsOrRollsBack(t *testing.T) {
 	ctx := testContext(t)
 	db, clk := openClock(t)
-	err := db.Update(ctx, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
+	err := update(ctx, db, func(tx *sqlite.Tx) error {
 		if !tx.Now().Equal(clk.Now()) {
 			t.Errorf("tx.Now: got %v, want the store clock %v", tx.Now(), clk.Now())
 		}
@@ -234,8 +238,7 @@ func TestUpdateCommitsOrRollsBack(t *testing.T) {
 	}
 
 	errNo := errors.New("decided against it")
-	err = db.Update(ctx, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
+	err = update(ctx, db, func(tx *sqlite.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('b', 2)`); err != nil {
 			return err
 		}
@@ -260,8 +263,7 @@ func TestUpdateCommitsOrRollsBack(t *testing.T) {
 func TestMarkProcessed(t *testing.T) {
 	ctx := testContext(t)
 	db, _ := openClock(t)
-	err := db.Update(ctx, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
+	err := update(ctx, db, func(tx *sqlite.Tx) error {
 		first, err := tx.MarkProcessed("validator", "e-1")
 		if err != nil || !first {
 			t.Errorf("first MarkProcessed: got first=%v err=%v, want true, nil", first, err)
@@ -294,8 +296,7 @@ func TestMarkProcessed(t *testing.T) {
 		}
 	}
 	// In a later transaction too.
-	err = db.Update(ctx, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
+	err = update(ctx, db, func(tx *sqlite.Tx) error {
 		first, err := tx.MarkProcessed("validator", "e-1")
 		if err != nil || first {
 			t.Errorf("MarkProcessed in a later tx: got first=%v err=%v, want false, nil", first, err)
@@ -325,8 +326,7 @@ func TestConcurrentUpdates(t *testing.T) {
 		db := dbs[w%len(dbs)]
 		wg.Go(func() {
 			for i := 0; i < increments; i++ {
-				err := db.Update(ctx, func(stx store.Tx) error {
-					tx := stx.(*sqlite.Tx)
+				err := update(ctx, db, func(tx *sqlite.Tx) error {
 					var n int
 					if err := tx.QueryRow(`SELECT v FROM kv WHERE k = 'n'`).Scan(&n); err != nil {
 						return err
@@ -386,8 +386,7 @@ func TestReaderTransaction(t *testing.T) {
 	// transaction on the reader pool, also while a write is in progress.
 	ctx := testContext(t)
 	db, _ := openClock(t)
-	err := db.Update(ctx, func(stx store.Tx) error {
-		tx := stx.(*sqlite.Tx)
+	err := update(ctx, db, func(tx *sqlite.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES ('a', 1)`); err != nil {
 			return err
 		}

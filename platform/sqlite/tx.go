@@ -304,20 +304,8 @@ func (db *DB) ProcessedAny(ctx context.Context, consumer string, eventIDs []stri
 	if err != nil {
 		return nil, fmt.Errorf("inbox lookup: %w", err)
 	}
-	rows, err := db.reads.processedAny.QueryContext(ctx, consumer, string(list))
+	seen, err := ScanSet(db.reads.processedAny.QueryContext(ctx, consumer, string(list)))
 	if err != nil {
-		return nil, fmt.Errorf("inbox lookup: %w", err)
-	}
-	defer rows.Close()
-	seen := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("inbox lookup: %w", err)
-		}
-		seen[id] = true
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("inbox lookup: %w", err)
 	}
 	return seen, nil

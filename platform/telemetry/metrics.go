@@ -100,41 +100,40 @@ type metrics struct {
 	gauges       *gauges
 }
 
+// counter is a counter vector named name, labelled by labels.
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// histogram is a histogram vector of durations over stepBuckets.
+func histogram(name, help string, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: stepBuckets}, labels)
+}
+
 func newMetrics(reg *prometheus.Registry) *metrics {
 	m := &metrics{
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricTransitions,
-			Help: "Saga transitions applied by the ledger, by from and to state (from=\"none\" when the saga starts)."},
-			[]string{"from", "to"}),
-		mergeFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricMergeFailed,
-			Help: "Sagas moved to MERGE_FAILED, by the failed step and the failure code (timed_out for the watchdog)."},
-			[]string{"step", "code"}),
-		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricStepDuration,
-			Help:    "Time a saga spent in a step, from the transition into it to the next one, as the ledger saw them.",
-			Buckets: stepBuckets}, []string{"step"}),
-		redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRedeliveries,
-			Help: "Messages a durable consumer received more than once (JetStream redeliveries)."},
-			[]string{"consumer"}),
-		dlq: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricDLQ,
-			Help: "Messages a consumer dead-lettered to prsaga.dlq.<consumer>."},
-			[]string{"consumer"}),
-		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricWatchdogTimeouts,
-			Help: "Sagas the ledger's watchdog moved to MERGE_FAILED, by the step that timed out."},
-			[]string{"step"}),
-		handled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricEventsHandled,
-			Help: "Events a consumer finished handling, by outcome (acked, duplicate, retry, gave_up, crashed)."},
-			[]string{"consumer", "outcome"}),
-		handleTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricHandleDuration,
-			Help:    "Time from taking a message to settling it (side effect, commit, ack), by consumer.",
-			Buckets: stepBuckets}, []string{"consumer"}),
-		published: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricEventsPublished,
-			Help: "Outbox rows a service's relay published, by result (ok, error)."},
-			[]string{"service", "result"}),
-		readErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReadErrors,
-			Help: "Scrapes whose reading of a store failed, by what was read (outbox, sagas)."},
-			[]string{"what"}),
-		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricPruned,
-			Help: "Rows retention pruned from a service's store, by table (inbox, outbox, a service's own such as delivery)."},
-			[]string{"service", "table"}),
+		transitions: counter(MetricTransitions, "Saga transitions applied by the ledger, by from and to state (from=\"none\" when the saga starts).",
+			"from", "to"),
+		mergeFailed: counter(MetricMergeFailed, "Sagas moved to MERGE_FAILED, by the failed step and the failure code (timed_out for the watchdog).",
+			"step", "code"),
+		stepDuration: histogram(MetricStepDuration, "Time a saga spent in a step, from the transition into it to the next one, as the ledger saw them.",
+			"step"),
+		redeliveries: counter(MetricRedeliveries, "Messages a durable consumer received more than once (JetStream redeliveries).",
+			"consumer"),
+		dlq: counter(MetricDLQ, "Messages a consumer dead-lettered to prsaga.dlq.<consumer>.",
+			"consumer"),
+		timeouts: counter(MetricWatchdogTimeouts, "Sagas the ledger's watchdog moved to MERGE_FAILED, by the step that timed out.",
+			"step"),
+		handled: counter(MetricEventsHandled, "Events a consumer finished handling, by outcome (acked, duplicate, retry, gave_up, crashed).",
+			"consumer", "outcome"),
+		handleTime: histogram(MetricHandleDuration, "Time from taking a message to settling it (side effect, commit, ack), by consumer.",
+			"consumer"),
+		published: counter(MetricEventsPublished, "Outbox rows a service's relay published, by result (ok, error).",
+			"service", "result"),
+		readErrors: counter(MetricReadErrors, "Scrapes whose reading of a store failed, by what was read (outbox, sagas).",
+			"what"),
+		pruned: counter(MetricPruned, "Rows retention pruned from a service's store, by table (inbox, outbox, a service's own such as delivery).",
+			"service", "table"),
 		storeSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricStoreSize,
 			Help: "A service's store after its last pruning round: inbox_rows, outbox_rows, file_bytes (SQLite file and WAL), wal_bytes, free_bytes (free pages inside the file)."},
 			[]string{"service", "what"}),

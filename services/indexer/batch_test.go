@@ -13,8 +13,6 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
-	"github.com/prsaga/prsaga/platform/step"
-	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/indexer"
 )
@@ -68,27 +66,6 @@ func batch(t *testing.T, n int) ([]contracts.Envelope, []*slog.Logger) {
 	return envs, logs
 }
 
-// answerOf commits c and returns the one event it emitted.
-func answerOf(t *testing.T, c step.Commit) contracts.Envelope {
-	t.Helper()
-	if c == nil {
-		t.Fatal("no commit")
-	}
-	db := sqlitetest.Open(t)
-	if err := db.Update(context.Background(), func(tx store.Tx) error { return c(tx) }); err != nil {
-		t.Fatal(err)
-	}
-	evs := emitted.Read(t, db)
-	if len(evs) != 1 {
-		t.Fatalf("outbox = %d rows; want the one answer", len(evs))
-	}
-	env := evs[0].Env
-	if err := env.ValidatePayload(); err != nil {
-		t.Errorf("answer does not validate: %v", err)
-	}
-	return env
-}
-
 // A batch of N notified events is one index write of N documents and N
 // indexed answers, each caused by its own event.
 func TestOnNotifiedBatchWritesOnce(t *testing.T) {
@@ -108,7 +85,7 @@ func TestOnNotifiedBatchWritesOnce(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("event %d: %v", i, errs[i])
 		}
-		a := answerOf(t, commits[i])
+		a := emitted.Answer(t, sqlitetest.Open(t), commits[i])
 		got, ok := a.Payload.(*contracts.Indexed)
 		if !ok || got.PRID != want[i] || got.Documents != 1 || a.Meta.CausationID != envs[i].Event.ID() || a.Meta.CorrelationID != envs[i].Meta.CorrelationID {
 			t.Errorf("answer %d = %s %+v %+v; want indexed %s caused by %s", i, a.Event.Type(), a.Payload, a.Meta, want[i], envs[i].Event.ID())
@@ -138,7 +115,7 @@ func TestOnNotifiedBatchIsolatesFailures(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("event %d: %v; want an answer", i, errs[i])
 		}
-		a := answerOf(t, commits[i])
+		a := emitted.Answer(t, sqlitetest.Open(t), commits[i])
 		if envs[i].Event.Subject() == bad {
 			f, ok := a.Payload.(*contracts.StepFailed)
 			if !ok || f.Code != contracts.CodeIndexError || f.Step != contracts.StateIndexing || !f.Retryable ||
@@ -181,7 +158,7 @@ func TestOnNotifiedBatchStopsWhenClosed(t *testing.T) {
 	x := &indexer.Indexer{Index: idx}
 	envs, logs := batch(t, 4)
 	commits, errs := x.OnNotifiedBatch(t.Context(), envs, logs)
-	if errs[0] != nil || answerOf(t, commits[0]).Event.Type() != contracts.TypeIndexed {
+	if errs[0] != nil || emitted.Answer(t, sqlitetest.Open(t), commits[0]).Event.Type() != contracts.TypeIndexed {
 		t.Errorf("PR 1, written before the close: error %v; want indexed", errs[0])
 	}
 	for i := 1; i < 4; i++ {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/contracts/contractstest"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/indexer"
 )
 
@@ -83,7 +85,7 @@ func handle(t *testing.T, x *indexer.Indexer, ctx context.Context) (*contracts.E
 		}
 		return nil, buf.String(), err
 	}
-	env := answerOf(t, commit)
+	env := emitted.Answer(t, sqlitetest.Open(t), commit)
 	e := env.Event
 	if env.Meta.CorrelationID != "run1" || env.Meta.CausationID != "run1.n" || env.Meta.Attempt != 2 || e.Source() != "/prsaga/indexer" {
 		t.Errorf("answer meta = %+v from %s; want run1, caused by run1.n, attempt 2, from /prsaga/indexer", env.Meta, e.Source())

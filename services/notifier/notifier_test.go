@@ -13,7 +13,6 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/contracts/contractstest"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
-	"github.com/prsaga/prsaga/platform/step"
 	pstore "github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/platform/store/emitted"
 	"github.com/prsaga/prsaga/services/notifier"
@@ -56,21 +55,6 @@ func merged(t *testing.T) contracts.Envelope {
 }
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// answerOf commits an answer of OnMerged into a fresh database and
-// returns the one event it puts in the outbox.
-func answerOf(t *testing.T, commit step.Commit) contracts.Envelope {
-	t.Helper()
-	db := sqlitetest.Open(t)
-	if err := db.Update(t.Context(), func(tx pstore.Tx) error { return commit(tx) }); err != nil {
-		t.Fatal(err)
-	}
-	evs := emitted.Read(t, db)
-	if len(evs) != 1 {
-		t.Fatalf("outbox: %d rows, want 1", len(evs))
-	}
-	return evs[0].Env
-}
 
 // When the service stops mid-step (its context ends), nothing is answered
 // or recorded: the event is redelivered and receivers dedupe by delivery id.
@@ -119,7 +103,7 @@ func TestOnMergedSendsOnlyWhatIsMissing(t *testing.T) {
 	if len(urls) != 1 || urls[0] == "https://a.example.com" {
 		t.Errorf("sent to %v; want exactly one of the two undelivered watchers (the budget ends while it hangs)", urls)
 	}
-	e := answerOf(t, commit).Event
+	e := emitted.Answer(t, sqlitetest.Open(t), commit).Event
 	var f contracts.StepFailed
 	if err := contracts.Decode(e, &f); err != nil || f.Code != contracts.CodeWebhookFailed {
 		t.Fatalf("answer %s %+v, %v; want step_failed webhook_failed", e.Type(), f, err)
@@ -152,7 +136,7 @@ func TestOnMergedWithoutWatchersReadsNoDeliveries(t *testing.T) {
 	if got := st.deliveryReads.Load(); got != 0 {
 		t.Errorf("read the run's deliveries %d times; want 0", got)
 	}
-	e := answerOf(t, commit).Event
+	e := emitted.Answer(t, sqlitetest.Open(t), commit).Event
 	var nt contracts.Notified
 	if err := contracts.Decode(e, &nt); err != nil || e.Type() != contracts.TypeNotified || len(nt.Deliveries) != 0 {
 		t.Errorf("answer %s %+v, %v; want notified with no deliveries", e.Type(), nt, err)

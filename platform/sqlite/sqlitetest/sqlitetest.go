@@ -3,6 +3,7 @@ package sqlitetest
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -27,4 +28,27 @@ func OpenFile(t testing.TB, path string, migs ...sqlite.Migrations) *sqlite.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// Column is the first column of query's rows, in order, read as text;
+// a failed query or scan fails the test.
+func Column(t testing.TB, ctx context.Context, q *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

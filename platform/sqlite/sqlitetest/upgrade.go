@@ -122,8 +122,8 @@ type shape struct {
 func schemaOf(t testing.TB, ctx context.Context, q *sql.DB) shape {
 	t.Helper()
 	var s shape
-	s.migrations = column(t, ctx, q, `SELECT component || '/' || name FROM schema_migrations ORDER BY component, name`)
-	s.objects = column(t, ctx, q, `SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
+	s.migrations = Column(t, ctx, q, `SELECT component || '/' || name FROM schema_migrations ORDER BY component, name`)
+	s.objects = Column(t, ctx, q, `SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
 	return s
 }
 
@@ -142,9 +142,9 @@ func snapshot(t testing.TB, ctx context.Context, path string) held {
 	}
 	defer raw.Close()
 	b := held{
-		migrations: column(t, ctx, raw, `SELECT component || '/' || name FROM schema_migrations ORDER BY component, name`),
-		unsent:     column(t, ctx, raw, `SELECT id FROM outbox WHERE sent_at IS NULL ORDER BY created_at`),
-		sent:       column(t, ctx, raw, `SELECT id FROM outbox WHERE sent_at IS NOT NULL ORDER BY created_at`),
+		migrations: Column(t, ctx, raw, `SELECT component || '/' || name FROM schema_migrations ORDER BY component, name`),
+		unsent:     Column(t, ctx, raw, `SELECT id FROM outbox WHERE sent_at IS NULL ORDER BY created_at`),
+		sent:       Column(t, ctx, raw, `SELECT id FROM outbox WHERE sent_at IS NOT NULL ORDER BY created_at`),
 	}
 	rows, err := raw.QueryContext(ctx, `SELECT consumer, event_id FROM inbox ORDER BY consumer, event_id`)
 	if err != nil {
@@ -162,27 +162,6 @@ func snapshot(t testing.TB, ctx context.Context, path string) held {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func column(t testing.TB, ctx context.Context, q *sql.DB, query string) []string {
-	t.Helper()
-	rows, err := q.QueryContext(ctx, query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // HadMigration reports whether the fixture file (as committed, before any

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/step"
 	"github.com/prsaga/prsaga/platform/store"
 )
 
@@ -66,4 +67,33 @@ func On(t testing.TB, db Outbox, subject string) []contracts.Envelope {
 		}
 	}
 	return out
+}
+
+// Committer is a store that commits a step and keeps its outbox; every
+// store.DB is one.
+type Committer interface {
+	Outbox
+	Update(ctx context.Context, fn func(tx store.Tx) error) error
+}
+
+// Answer commits c into db and returns the one event it put in the
+// outbox, its payload validated: a handler's answer to one event. No
+// commit, another number of rows or an invalid payload fails the test.
+func Answer(t testing.TB, db Committer, c step.Commit) contracts.Envelope {
+	t.Helper()
+	if c == nil {
+		t.Fatal("no commit")
+	}
+	if err := db.Update(context.Background(), func(tx store.Tx) error { return c(tx) }); err != nil {
+		t.Fatal(err)
+	}
+	evs := Read(t, db)
+	if len(evs) != 1 {
+		t.Fatalf("outbox = %d rows; want the one answer", len(evs))
+	}
+	env := evs[0].Env
+	if err := env.ValidatePayload(); err != nil {
+		t.Errorf("answer does not validate: %v", err)
+	}
+	return env
 }

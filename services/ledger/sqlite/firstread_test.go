@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 	"github.com/prsaga/prsaga/services/ledger/storetest"
@@ -17,7 +16,7 @@ import (
 // EventAndSaga answers what EventRecorded and Saga answer, in every case
 // the projection meets: no row, a row, a recorded event.
 func TestEventAndSagaAgreesWithTheSeparateReads(t *testing.T) {
-	s := ledgersqlite.NewStore(sqlitetest.Open(t, ledgersqlite.Migrations))
+	s := newStore(t)
 	ctx := context.Background()
 	const pr = "acme/first#1"
 	check := func(label, eventID, prID string) {
@@ -68,7 +67,7 @@ func TestEventAndSagaAgreesWithTheSeparateReads(t *testing.T) {
 // by EventAndSaga when there is no row numbers the next transition after
 // it, not from 1.
 func TestEventAndSagaKeepsTheLastSeqWithoutARow(t *testing.T) {
-	s := ledgersqlite.NewStore(sqlitetest.Open(t, ledgersqlite.Migrations))
+	s := newStore(t)
 	ctx := context.Background()
 	const pr = "acme/first#3"
 	add := func(tx ledger.Tx) (int64, error) {

@@ -2,19 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"embed"
 	"fmt"
 
 	"github.com/prsaga/prsaga/services/ledger"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 )
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// Migrations is the ledger's schema; open the service's database with it.
-var Migrations = psqlite.EmbeddedMigrations("ledger", migrationFiles, "migrations")
 
 // Tables is the ledger's tables in one service database: the queries
 // under ledger.Store. Safe for concurrent use.

@@ -8,6 +8,7 @@ import (
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
+	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 	"github.com/prsaga/prsaga/services/ledger/storetest"
 )
@@ -40,6 +41,13 @@ func queryPlan(t *testing.T, db *psqlite.DB, q string, args ...any) []string {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// newStore is the ledger's store on a fresh database opened with its
+// migrations.
+func newStore(t *testing.T) *ledger.Store {
+	t.Helper()
+	return ledgersqlite.NewStore(sqlitetest.Open(t, ledgersqlite.Migrations))
 }
 
 // seeded opens a database with the ledger's migrations, holding the

@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	"github.com/prsaga/prsaga/contracts"
-	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/ledger"
-	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 	"github.com/prsaga/prsaga/services/ledger/storetest"
 )
 
@@ -16,7 +14,7 @@ import (
 // read with the row (Saga) or looked up by AddTransitions, and however
 // many are added in one transaction.
 func TestTransitionsNumberedAfterTheLastOne(t *testing.T) {
-	s := ledgersqlite.NewStore(sqlitetest.Open(t, ledgersqlite.Migrations))
+	s := newStore(t)
 	const pr = "acme/seq#1"
 	tr := func(to contracts.State) ledger.Transition {
 		return ledger.Transition{CorrelationID: "run-1", To: to, At: t0}

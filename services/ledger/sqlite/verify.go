@@ -7,6 +7,8 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/services/ledger"
+
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 )
 
 var _ ledger.LogReader = (*Tables)(nil)
@@ -152,18 +154,9 @@ func bodyOf(raw string) []byte {
 
 // PrunedEventIDs lists the events whose bodies retention emptied.
 func (s *Tables) PrunedEventIDs(ctx context.Context) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT event_id FROM saga_event WHERE event = ''`)
+	out, err := psqlite.ScanSet(s.db.QueryContext(ctx, `SELECT event_id FROM saga_event WHERE event = ''`))
 	if err != nil {
 		return nil, fmt.Errorf("read pruned events: %w", err)
 	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("read pruned events: %w", err)
-		}
-		out[id] = true
-	}
-	return out, rows.Err()
+	return out, nil
 }

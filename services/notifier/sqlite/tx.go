@@ -50,25 +50,16 @@ func (t *Tx) PutWatchers(repo string, ws []notifier.Watcher) error {
 
 // Delivered reports which of watcherIDs have a delivered row for the run.
 func (t *Tx) Delivered(correlationID string, watcherIDs []string) (map[string]bool, error) {
-	out := map[string]bool{}
 	ids, err := json.Marshal(watcherIDs)
 	if err != nil {
 		return nil, fmt.Errorf("delivered: %w", err)
 	}
-	rows, err := t.QueryContext(t.Context(), `SELECT watcher_id FROM delivery
-		WHERE correlation_id = ? AND delivered AND watcher_id IN (SELECT value FROM json_each(?))`, correlationID, string(ids))
+	out, err := psqlite.ScanSet(t.QueryContext(t.Context(), `SELECT watcher_id FROM delivery
+		WHERE correlation_id = ? AND delivered AND watcher_id IN (SELECT value FROM json_each(?))`, correlationID, string(ids)))
 	if err != nil {
 		return nil, fmt.Errorf("delivered: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("delivered: %w", err)
-		}
-		out[id] = true
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // PutDeliveries writes delivery rows as given.
