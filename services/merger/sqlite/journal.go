@@ -4,19 +4,12 @@ package sqlite
 
 import (
 	"context"
-	"embed"
 	"fmt"
 
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/merger/gitrepo"
 )
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// Migrations are the merger's tables, applied by psqlite.Open.
-var Migrations = psqlite.EmbeddedMigrations("merger", migrationFiles, "migrations")
 
 // Journal is the merger's journal table. Safe for concurrent use.
 type Journal struct {
