@@ -223,6 +223,16 @@ func (r *Runner) fn(u *unit) func(tx store.Tx) error {
 // commit commits the units — one transaction, a savepoint each, when the
 // store can — and settles each message by its own outcome.
 func (r *Runner) commit(ctx context.Context, units []*unit) {
+	// The commit can wait for the database's write lock up to its busy
+	// timeout, as long as AckWait or longer: without this JetStream would
+	// redeliver a unit whose commit is only slow, and the copy — on another
+	// instance, free to commit first — would report the step's effect as
+	// an earlier run's (already_merged for the merge this run made).
+	ms := make([]jetstream.Msg, len(units))
+	for i, u := range units {
+		ms[i] = u.m
+	}
+	stop := r.inProgress(ms...)
 	errs := make([]error, len(units))
 	bs, batched := r.cfg.Store.(BatchStore)
 	if batched && len(units) > 1 {
@@ -243,6 +253,7 @@ func (r *Runner) commit(ctx context.Context, units []*unit) {
 			errs[i] = r.cfg.Store.Update(ctx, r.fn(u))
 		}
 	}
+	stop()
 	for i, u := range units {
 		r.settle(ctx, u, errs[i])
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -58,6 +59,9 @@ type setup struct {
 	workers int
 	// tune adjusts the runner's configuration last.
 	tune func(cfg *runner.Config)
+	// dbPath, when set, is the database file (so that a test can open it
+	// again, as another process would); empty: a fresh temp file.
+	dbPath string
 }
 
 type harness struct {
@@ -86,7 +90,10 @@ func start(t testing.TB, s setup) *harness {
 		}
 	}
 	ns, b := natstest.Start(t, s.bus)
-	db := sqlitetest.Open(t, effects)
+	if s.dbPath == "" {
+		s.dbPath = filepath.Join(t.TempDir(), "db.sqlite")
+	}
+	db := sqlitetest.OpenFile(t, s.dbPath, effects)
 	h := &harness{t: t, nats: ns, b: b, db: db, durable: s.durable}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 

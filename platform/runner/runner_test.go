@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +15,10 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/runner"
+	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/platform/step"
+	"github.com/prsaga/prsaga/platform/store"
 )
 
 func TestHappyPath(t *testing.T) {
@@ -358,4 +362,44 @@ func validatedOf(t *testing.T, req *event.Event, id, source string) *event.Event
 		t.Fatal(err)
 	}
 	return e
+}
+
+// A commit waiting for the database's write lock, held by another process
+// for longer than AckWait, keeps its message in progress: JetStream does
+// not deliver it again (a copy on another instance could commit first and
+// report this run's effect as an earlier one's).
+func TestCommitWaitingForTheWriteLockIsNotRedelivered(t *testing.T) {
+	const ackWait = 400 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "shared.sqlite")
+	h := start(t, setup{bus: bus.Config{AckWait: ackWait}, dbPath: path})
+	other := sqlitetest.OpenFile(t, path, effects)
+
+	locked, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- other.Update(h.ctx(), func(stx store.Tx) error {
+			if _, err := stx.(*sqlite.Tx).Exec(`INSERT INTO effects (event_id) VALUES ('other-process')`); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	seq := h.publish(requested(t, "req-1", validRequest()))
+	h.waitFor("the handler to run and its commit to wait for the lock", func() bool { return h.calls.Load() == 1 })
+	// The other process keeps the lock for several AckWaits: a slow disk or
+	// a long transaction there, which the commit rides out.
+	<-time.After(4 * ackWait)
+	close(release)
+	if err := <-holder; err != nil {
+		t.Fatalf("the other process's transaction: %v", err)
+	}
+	info := h.settled(seq)
+	h.checkOnce("req-1")
+	if info.Delivered.Consumer != 1 || info.NumRedelivered != 0 {
+		t.Errorf("deliveries: %d (%d redelivered), want 1 (0): the message was not kept in progress while its commit waited",
+			info.Delivered.Consumer, info.NumRedelivered)
+	}
 }
