@@ -164,6 +164,29 @@ func (db *DB) Processed(ctx context.Context, consumer, eventID string) (bool, er
 	return false, fmt.Errorf("inbox lookup: %w", err)
 }
 
+// ProcessedAny reports which of eventIDs consumer already handled, in one
+// read (the runner's inbox pre-check of a batch, runner.InboxReader).
+func (db *DB) ProcessedAny(ctx context.Context, consumer string, eventIDs []string) (map[string]bool, error) {
+	seen := make(map[string]bool, len(eventIDs))
+	if len(eventIDs) == 0 {
+		return seen, nil
+	}
+	err := db.Query(ctx, qInboxSeenAny, inboxSeenAnyParams(consumer, eventIDs), func(row query.Row) error {
+		id, err := scanID(row)
+		seen[id] = true
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("inbox lookup: %w", err)
+	}
+	return seen, nil
+}
+
+func inboxSeenAnyParams(consumer string, ids []string) ydb.Params {
+	shards, list := shardsAndIDs(ids)
+	return ydb.ParamsBuilder().Param("$shards").Any(shards).Param("$consumer").Text(consumer).Param("$ids").Any(list).Build()
+}
+
 // expireBatch bounds one round of ExpireInbox: the keys one snapshot read
 // returns and one transaction deletes.
 const expireBatch = 1000

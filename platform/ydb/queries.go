@@ -13,8 +13,10 @@ const (
 VALUES ($component, $name, $at)`
 
 	// One point of the key (shard, consumer, event_id).
-	qInboxSeen   = `SELECT processed_at FROM inbox WHERE shard = $shard AND consumer = $consumer AND event_id = $event_id`
-	qInboxInsert = `UPSERT INTO inbox SELECT shard, consumer, event_id, processed_at FROM AS_TABLE($inbox)`
+	qInboxSeen = `SELECT processed_at FROM inbox WHERE shard = $shard AND consumer = $consumer AND event_id = $event_id`
+	// The ids of a batch already handled: points of the key, as qOutboxHeld.
+	qInboxSeenAny = `SELECT event_id FROM inbox WHERE shard IN $shards AND consumer = $consumer AND event_id IN $ids`
+	qInboxInsert  = `UPSERT INTO inbox SELECT shard, consumer, event_id, processed_at FROM AS_TABLE($inbox)`
 
 	// The outbox rows of a transaction already held: points of the key
 	// (shard, id) — the few shards of the few ids one transaction emits.

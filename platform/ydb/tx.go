@@ -174,19 +174,26 @@ func inboxInsertValue(marked []inboxKey, now time.Time) types.Value {
 }
 
 func outboxHeldParams(ids []string) ydb.Params {
-	shards := map[uint32]bool{}
+	shards, list := shardsAndIDs(ids)
+	return ydb.ParamsBuilder().Param("$shards").Any(shards).Param("$ids").Any(list).Build()
+}
+
+// shardsAndIDs are the lists of a lookup of ids by key (shard, …, id): the
+// ids' distinct shards and the ids.
+func shardsAndIDs(ids []string) (shards, list types.Value) {
+	seen := map[uint32]bool{}
 	var sv, iv []types.Value
 	for _, id := range ids {
-		if s := Shard(id); !shards[s] {
-			shards[s] = true
+		if s := Shard(id); !seen[s] {
+			seen[s] = true
 			sv = append(sv, types.Uint32Value(s))
 		}
 		iv = append(iv, types.TextValue(id))
 	}
-	return ydb.ParamsBuilder().Param("$shards").Any(types.ListValue(sv...)).Param("$ids").Any(types.ListValue(iv...)).Build()
+	return types.ListValue(sv...), types.ListValue(iv...)
 }
 
-func scanOutboxHeld(row query.Row) (id string, err error) {
+func scanID(row query.Row) (id string, err error) {
 	err = row.Scan(&id)
 	return id, err
 }
@@ -226,7 +233,7 @@ func (tx *Tx) flush() error {
 		}
 		held := map[string]bool{}
 		err := tx.Query(qOutboxHeld, outboxHeldParams(ids), func(row query.Row) error {
-			id, err := scanOutboxHeld(row)
+			id, err := scanID(row)
 			held[id] = true
 			return err
 		})

@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("InboxDedupeKeepsTxUsable", func(t *testing.T) { testInboxDedupe(t, open) })
 	t.Run("InboxOneWinner", func(t *testing.T) { testInboxOneWinner(t, open) })
 	t.Run("InboxExpiry", func(t *testing.T) { testInboxExpiry(t, open) })
+	t.Run("InboxProcessedAny", func(t *testing.T) { testInboxProcessedAny(t, open) })
 }
 
 // openAtT0 opens a database whose clock starts at T0.
@@ -499,5 +500,40 @@ func testInboxExpiry(t *testing.T, open Opener) {
 	}
 	if n, err := db.ExpireInbox(ctx, time.Hour); err != nil || n != 0 {
 		t.Errorf("second ExpireInbox = %d, %v; want 0", n, err)
+	}
+}
+
+// testInboxProcessedAny: the runner's batch pre-check (runner.InboxReader),
+// which every adapter implements: one read answers which ids of a batch the
+// consumer already handled — of this consumer only, nothing for unknown ids.
+func testInboxProcessedAny(t *testing.T, open Opener) {
+	db := open(t, NewClock(T0).Now)
+	ir, ok := db.(interface {
+		ProcessedAny(ctx context.Context, consumer string, eventIDs []string) (map[string]bool, error)
+	})
+	if !ok {
+		t.Fatalf("%T has no ProcessedAny: the runner would check a batch's inbox one read per event", db)
+	}
+	ctx := Context(t)
+	if err := db.Update(ctx, func(tx store.Tx) error {
+		for _, k := range [][2]string{{"validator", "e-1"}, {"validator", "e-3"}, {"ledger", "e-2"}} {
+			if _, err := tx.MarkProcessed(k[0], k[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := ir.ProcessedAny(ctx, "validator", []string{"e-1", "e-2", "e-3", "e-4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"e-1": true, "e-3": true}
+	if len(seen) != len(want) || !seen["e-1"] || !seen["e-3"] {
+		t.Errorf("ProcessedAny(validator, e-1..e-4) = %v, want %v", seen, want)
+	}
+	if seen, err := ir.ProcessedAny(ctx, "validator", nil); err != nil || len(seen) != 0 {
+		t.Errorf("ProcessedAny of no ids = %v, %v; want an empty answer", seen, err)
 	}
 }
