@@ -56,7 +56,7 @@ func outcomes(t *testing.T, c *client.Client) map[string]sagaOutcome {
 	t.Helper()
 	out := map[string]sagaOutcome{}
 	for _, s := range allSagas(t, c) {
-		out[s.PRID] = sagaOutcome{State: s.State, FailedStep: s.FailedStep, MergeSHA: s.MergeSHA, CorrelationID: s.CorrelationID, Merged: s.Merged, Attempts: s.Attempts}
+		out[s.PRID] = sagaOutcome{State: string(s.State), FailedStep: string(s.FailedStep), MergeSHA: s.MergeSHA, CorrelationID: s.CorrelationID, Merged: s.Merged, Attempts: s.Attempts}
 	}
 	return out
 }

@@ -38,7 +38,7 @@ func TestDashboardBulkRetryInBrowser(t *testing.T) {
 	setCI(t, c, "acme/widgets", repo.SHA[fmt.Sprint(prs+1)], "failure")
 	mustMerge(t, c, request("acme/widgets", prs+1, fmt.Sprintf("pr/%d", prs+1), repo.SHA[fmt.Sprint(prs+1)]))
 	for _, pr := range failing {
-		if s := waitState(t, c, pr, contracts.StateMergeFailed, 1); s.FailedStep != string(contracts.StateNotifying) || !s.Merged {
+		if s := waitState(t, c, pr, contracts.StateMergeFailed, 1); s.FailedStep != contracts.StateNotifying || !s.Merged {
 			t.Fatalf("setup: %+v, want merged and failed at NOTIFYING", s)
 		}
 	}
@@ -71,7 +71,7 @@ func TestDashboardBulkRetryInBrowser(t *testing.T) {
 		t.Fatalf("dry run: %q", dry)
 	}
 	for _, s := range allSagas(t, c) {
-		if s.State != string(contracts.StateMergeFailed) || s.Attempts != 1 {
+		if s.State != contracts.StateMergeFailed || s.Attempts != 1 {
 			t.Fatalf("after the dry run %s is %s (attempt %d): the dry run changed the ledger", s.PRID, s.State, s.Attempts)
 		}
 	}
@@ -97,7 +97,7 @@ func TestDashboardBulkRetryInBrowser(t *testing.T) {
 	waitCond(t, time.Minute, "every saga failed at NOTIFYING MERGED", func() bool {
 		for _, pr := range failing {
 			s, err := c.Saga(context.Background(), pr)
-			if err != nil || s.State != string(contracts.StateMerged) {
+			if err != nil || s.State != contracts.StateMerged {
 				return false
 			}
 		}
@@ -106,7 +106,7 @@ func TestDashboardBulkRetryInBrowser(t *testing.T) {
 	for _, pr := range failing {
 		retriedOnce(t, c, pr)
 	}
-	if s, err := c.Saga(context.Background(), red); err != nil || s.State != string(contracts.StateMergeFailed) || s.Attempts != 1 {
+	if s, err := c.Saga(context.Background(), red); err != nil || s.State != contracts.StateMergeFailed || s.Attempts != 1 {
 		t.Fatalf("%s (failed at VALIDATING, not selected): %+v %v, want untouched", red, s, err)
 	}
 }

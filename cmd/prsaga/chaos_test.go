@@ -405,7 +405,7 @@ func TestChaos(t *testing.T) {
 		}
 		var got []string
 		for _, tr := range s.Transitions {
-			got = append(got, tr.ToState)
+			got = append(got, string(tr.To))
 		}
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("%s: transitions to %v, want %v", p.req.PRID, got, want)

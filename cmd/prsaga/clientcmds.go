@@ -87,7 +87,7 @@ func cmdMerge(ctx context.Context, args []string, getenv func(string) string, st
 		return exitTimeout
 	}
 	printSaga(stdout, s, asJSON, retryHint(ctx, c, s))
-	if s.State != string(contracts.StateMerged) {
+	if s.State != contracts.StateMerged {
 		return exitFailed
 	}
 	return exitOK
@@ -181,7 +181,7 @@ func cmdList(ctx context.Context, args []string, getenv func(string) string, std
 		if s.Stuck {
 			st += " (stuck)"
 		}
-		failed := dash(s.FailedStep)
+		failed := dash(string(s.FailedStep))
 		if s.TimedOut {
 			failed += " (timed out)"
 		}
@@ -251,10 +251,10 @@ func printTimeline(w io.Writer, s client.Saga) {
 		switch {
 		case i+1 < len(s.Transitions):
 			stay = s.Transitions[i+1].At.Sub(t.At).Round(time.Millisecond).String()
-		case contracts.State(t.ToState).InFlight():
+		case t.To.InFlight():
 			stay = time.Since(t.At).Round(time.Millisecond).String() + " so far"
 		}
-		from := t.FromState
+		from := string(t.From)
 		if from == "" {
 			from = "·"
 		}
@@ -262,7 +262,7 @@ func printTimeline(w io.Writer, s client.Saga) {
 		if t.Inferred {
 			reason += " (inferred)"
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Seq, t.At.Local().Format("15:04:05.000"), stay, from, t.ToState, dash(t.Actor), reason)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Seq, t.At.Local().Format("15:04:05.000"), stay, from, t.To, dash(t.Actor), reason)
 	}
 	tw.Flush()
 }

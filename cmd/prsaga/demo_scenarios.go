@@ -52,7 +52,7 @@ func runScenario(ctx context.Context, c *client.Client, sc scenario, timeout tim
 	if err != nil {
 		return fail("%v", err)
 	}
-	if s.State != string(sc.wantState) || s.FailedStep != string(sc.wantStep) || s.TimedOut != sc.timedOut {
+	if s.State != sc.wantState || s.FailedStep != sc.wantStep || s.TimedOut != sc.timedOut {
 		printTimeline(out, s)
 		return fail("ended %s %s (timed out %v), last error %q", s.State, s.FailedStep, s.TimedOut, s.LastError)
 	}
@@ -79,7 +79,7 @@ func runScenario(ctx context.Context, c *client.Client, sc scenario, timeout tim
 		return fail("after the retry: %v", err)
 	}
 	printTimeline(out, s)
-	if s.State != string(contracts.StateMerged) {
+	if s.State != contracts.StateMerged {
 		return fail("after the retry: %s at %s: %s", s.State, s.FailedStep, s.LastError)
 	}
 	fmt.Fprintf(out, "   ok\n\n")

@@ -56,7 +56,7 @@ func waitState(t *testing.T, c *client.Client, pr string, want contracts.State, 
 	defer cancel()
 	for {
 		s, err := c.Saga(ctx, pr)
-		if err == nil && s.State == string(want) && s.Attempts >= attempt {
+		if err == nil && s.State == want && s.Attempts >= attempt {
 			return s
 		}
 		select {
@@ -136,7 +136,7 @@ func TestEndToEndIndexFailsThenRetryMerges(t *testing.T) {
 	}
 	retried := false
 	for _, tr := range s.Transitions {
-		retried = retried || (tr.FromState == "MERGE_FAILED" && tr.ToState == "INDEXING" && tr.Actor == "local")
+		retried = retried || (tr.From == contracts.StateMergeFailed && tr.To == contracts.StateIndexing && tr.Actor == "local")
 	}
 	if !retried {
 		t.Fatalf("history lacks the retry by local: %+v", s.Transitions)

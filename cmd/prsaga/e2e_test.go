@@ -98,10 +98,10 @@ func TestEndToEndMerged(t *testing.T) {
 	if len(s.Transitions) != 5 {
 		t.Fatalf("got %d transitions, want 5: %+v", len(s.Transitions), s.Transitions)
 	}
-	want := []string{"VALIDATING", "MERGING", "NOTIFYING", "INDEXING", "MERGED"}
+	want := []contracts.State{"VALIDATING", "MERGING", "NOTIFYING", "INDEXING", "MERGED"}
 	for i, tr := range s.Transitions {
-		if tr.ToState != want[i] || tr.Inferred {
-			t.Errorf("transition %d: got to %s inferred=%v, want %s", i, tr.ToState, tr.Inferred, want[i])
+		if tr.To != want[i] || tr.Inferred {
+			t.Errorf("transition %d: got to %s inferred=%v, want %s", i, tr.To, tr.Inferred, want[i])
 		}
 	}
 	mainHead := gittest.Run(t, bare, "rev-parse", "main")

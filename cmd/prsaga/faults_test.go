@@ -240,7 +240,7 @@ func TestFaultPoints(t *testing.T) {
 		isMerged[p.req.PRID] = s.State == "MERGED"
 		var got []string
 		for _, tr := range s.Transitions {
-			got = append(got, tr.ToState)
+			got = append(got, string(tr.To))
 		}
 		if want := "VALIDATING,MERGING,NOTIFYING,INDEXING,MERGED"; strings.Join(got, ",") != want {
 			t.Errorf("%s: transitions %v, want %s", p.req.PRID, got, want)

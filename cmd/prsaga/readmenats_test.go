@@ -71,7 +71,7 @@ func TestREADMENATSExample(t *testing.T) {
 		t.Fatalf("acknowledged publish: %+v %v", ack, err)
 	}
 	s, err := c.Wait(ctx, "acme/widgets#43", id)
-	if err != nil || s.State != string(contracts.StateMerged) {
+	if err != nil || s.State != contracts.StateMerged {
 		t.Fatalf("the README's event: %+v %v; want MERGED", s, err)
 	}
 }

@@ -99,7 +99,7 @@ func TestReindex(t *testing.T) {
 		prs = append(prs, r.PRID)
 	}
 	for _, pr := range prs {
-		if s := waitTerminal(t, c, pr); s.State != string(contracts.StateMerged) {
+		if s := waitTerminal(t, c, pr); s.State != contracts.StateMerged {
 			t.Fatalf("%s ended %s (%s), want MERGED", pr, s.State, s.LastError)
 		}
 	}

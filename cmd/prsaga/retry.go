@@ -89,7 +89,7 @@ func cmdRetry(ctx context.Context, args []string, getenv func(string) string, st
 	if !asJSON {
 		printSaga(stdout, s, false, retryHint(ctx, c, s))
 	}
-	if s.State != string(contracts.StateMerged) {
+	if s.State != contracts.StateMerged {
 		return exitFailed
 	}
 	return exitOK

@@ -37,7 +37,7 @@ func TestBulkRetryOfNotifyingFailures(t *testing.T) {
 	failedAtNotifying := func() int {
 		n := 0
 		for _, s := range allSagas(t, c) {
-			if s.State == string(contracts.StateMergeFailed) && s.FailedStep == string(contracts.StateNotifying) {
+			if s.State == contracts.StateMergeFailed && s.FailedStep == contracts.StateNotifying {
 				n++
 			}
 		}
@@ -91,7 +91,7 @@ func TestBulkRetryOfNotifyingFailures(t *testing.T) {
 
 	waitCond(t, 2*time.Minute, "every saga MERGED", func() bool {
 		for _, s := range allSagas(t, c) {
-			if s.State != string(contracts.StateMerged) {
+			if s.State != contracts.StateMerged {
 				return false
 			}
 		}
@@ -195,7 +195,7 @@ func retriedOnce(t *testing.T, c *client.Client, pr string) time.Time {
 	}
 	var retries []time.Time
 	for _, tr := range s.Transitions {
-		if tr.FromState == string(contracts.StateMergeFailed) {
+		if tr.From == contracts.StateMergeFailed {
 			retries = append(retries, tr.At)
 		}
 	}

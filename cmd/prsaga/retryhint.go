@@ -14,7 +14,7 @@ import (
 // without --force, so say --force there (after fixing the cause). It reads
 // the run's step_failed event; "" when the saga did not fail.
 func retryHint(ctx context.Context, c *client.Client, s client.Saga) string {
-	if s.State != string(contracts.StateMergeFailed) {
+	if s.State != contracts.StateMergeFailed {
 		return ""
 	}
 	plain := "prsaga retry " + shellQuote(s.PRID)

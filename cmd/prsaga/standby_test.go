@@ -156,9 +156,9 @@ func waitMerged(ctx context.Context, t *testing.T, procs *procGroup, ledger *cli
 			}
 			for _, s := range page.Sagas {
 				switch s.State {
-				case string(contracts.StateMerged):
+				case contracts.StateMerged:
 					merged[s.PRID] = s
-				case string(contracts.StateMergeFailed):
+				case contracts.StateMergeFailed:
 					t.Fatalf("%s failed at %s: %s", s.PRID, s.FailedStep, s.LastError)
 				}
 			}

@@ -167,18 +167,18 @@ func (s *traceSource) say(w io.Writer, msg string) {
 func ledgerEntries(run client.Run) []traceEntry {
 	var out []traceEntry
 	for _, t := range run.Transitions {
-		from := t.FromState
+		from := string(t.From)
 		if from == "" {
 			from = "·"
 		}
-		what := fmt.Sprintf("%s -> %s: %s", from, t.ToState, t.Reason)
+		what := fmt.Sprintf("%s -> %s: %s", from, t.To, t.Reason)
 		if t.Inferred {
 			what += " (inferred)"
 		}
 		if t.Actor != "" {
 			what += " [by " + t.Actor + "]"
 		}
-		out = append(out, traceEntry{Time: t.At, Service: "ledger", Kind: "transition", What: what, EventID: t.EventID, ToState: t.ToState})
+		out = append(out, traceEntry{Time: t.At, Service: "ledger", Kind: "transition", What: what, EventID: t.EventID, ToState: string(t.To)})
 	}
 	for _, e := range run.Events {
 		var head struct {

@@ -71,7 +71,7 @@ func TestWatchdogOnce(t *testing.T) {
 	if moved != 1 {
 		t.Fatalf("the two ticks timed out %d sagas together, want exactly 1: %+v", moved, results)
 	}
-	if got := waitState(t, c, pr, contracts.StateMergeFailed, 1); got.FailedStep != string(contracts.StateMerging) || !got.TimedOut {
+	if got := waitState(t, c, pr, contracts.StateMergeFailed, 1); got.FailedStep != contracts.StateMerging || !got.TimedOut {
 		t.Fatalf("after the tick: %+v, want MERGE_FAILED at MERGING, timed out", got)
 	}
 	if evs := streamEvents(t, st.Bus, contracts.SubjectTimedOut, pr); len(evs) != 1 {

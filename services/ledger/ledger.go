@@ -112,6 +112,11 @@ type Saga struct {
 	Transitions []Transition `json:"transitions,omitempty"`
 }
 
+// Terminal reports whether the saga stopped (MERGED or MERGE_FAILED).
+func (s Saga) Terminal() bool {
+	return s.State == contracts.StateMerged || s.State == contracts.StateMergeFailed
+}
+
 // SagaOf is the view of a row.
 func SagaOf(r contracts.Row) Saga {
 	return Saga{

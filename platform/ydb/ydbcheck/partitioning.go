@@ -2,6 +2,7 @@ package ydbcheck
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,12 +20,7 @@ var fewRows = []string{"schema_migrations"}
 // MAX is not below MIN.
 func (s Schema) Partitioning() []error {
 	var errs []error
-	names := make([]string, 0, len(s))
-	for n := range s {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(s)) {
 		t := s[n]
 		if slices.Contains(fewRows, n) {
 			continue

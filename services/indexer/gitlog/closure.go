@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/prsaga/prsaga/platform/revwalk"
 )
 
 // maxClosure bounds the commits one repository's closure holds (about 50
@@ -17,7 +19,7 @@ const maxClosure = 20000
 // closure is every commit reachable from head, kept between calls on one
 // repository so that a merge's commits are found without reading the
 // target's history again. A PR forked long ago (in W2 every PR forks from
-// the root) makes the walk of walk.go read all of the target's history
+// the root) makes the walk (platform/revwalk) read all of the target's history
 // since the fork — a cost that grows with every merge; with the closure of
 // the previous merge, a call reads only what is new since then.
 //
@@ -151,7 +153,7 @@ func below(ctx context.Context, get func(plumbing.Hash) (*object.Commit, error),
 }
 
 // newest returns the commits reachable from tip outside set (closed under
-// parents), newest committer time first in the order walk.go's walk gives
+// parents), newest committer time first in the order revwalk's walk gives
 // them: popped from a queue by time as they are reached. truncated: more
 // than limit were found.
 func newest(ctx context.Context, get func(plumbing.Hash) (*object.Commit, error), tip *object.Commit, set map[plumbing.Hash]struct{}, limit int) (commits []*object.Commit, truncated bool, err error) {
@@ -159,7 +161,7 @@ func newest(ctx context.Context, get func(plumbing.Hash) (*object.Commit, error)
 		return nil, false, nil // a merge already in the target: nothing new
 	}
 	seen := map[plumbing.Hash]struct{}{tip.Hash: {}}
-	q := byTime{tip}
+	q := revwalk.Queue{tip}
 	for q.Len() > 0 {
 		if len(commits) == limit {
 			return commits, true, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/repopath"
+	"github.com/prsaga/prsaga/platform/revwalk"
 	"github.com/prsaga/prsaga/services/indexer"
 )
 
@@ -89,18 +90,18 @@ func (r *Reader) MergedSince(ctx context.Context, repo, mergeSHA, baseSHA string
 	// Commits reachable from the tip are in the repository whenever the
 	// tip is: the walk (and the first parent) may come from the decoded
 	// commits. An explicit base is read from the repository, like the tip.
-	w := &walk{ctx: ctx, get: func(h plumbing.Hash) (*object.Commit, error) { return r.commit(rp, h) }, limit: MaxWalk}
+	w := &revwalk.Walk{Get: func(h plumbing.Hash) (*object.Commit, error) { return r.commit(rp, h) }, Limit: MaxWalk}
 	var bases []*object.Commit
 	switch {
 	case baseSHA != "":
-		w.read++
+		w.Reads++
 		b, err := rp.get(plumbing.NewHash(baseSHA))
 		if err != nil {
 			return indexer.Merge{}, fmt.Errorf("history of %s in %s: base %s: %w", mergeSHA, repo, baseSHA, err)
 		}
 		bases = append(bases, b)
 	case len(tip.ParentHashes) > 0:
-		b, err := w.commit(tip.ParentHashes[0])
+		b, err := w.Commit(tip.ParentHashes[0])
 		if err != nil {
 			return indexer.Merge{}, fmt.Errorf("history of %s in %s: %w", mergeSHA, repo, err)
 		}
@@ -112,7 +113,7 @@ func (r *Reader) MergedSince(ctx context.Context, repo, mergeSHA, baseSHA string
 		commits, truncated, done, err = r.fromClosure(ctx, rp, tip, bases[0])
 	}
 	if !done && err == nil {
-		commits, truncated, err = w.only(tip, bases)
+		commits, truncated, err = w.Only(ctx, tip, bases...)
 	}
 	if err != nil {
 		return indexer.Merge{}, fmt.Errorf("history of %s in %s: %w", mergeSHA, repo, err)

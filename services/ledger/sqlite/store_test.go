@@ -23,21 +23,8 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // queryPlan is the detail column of EXPLAIN QUERY PLAN q, a row a line.
 func queryPlan(t *testing.T, db *psqlite.DB, q string, args ...any) []string {
 	t.Helper()
-	rows, err := db.Reader().Query("EXPLAIN QUERY PLAN "+q, args...)
+	plan, err := psqlite.QueryPlan(context.Background(), db.Reader(), q, args...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, notused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return plan

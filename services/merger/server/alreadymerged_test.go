@@ -2,9 +2,7 @@ package server_test
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,22 +13,6 @@ import (
 	"github.com/prsaga/prsaga/platform/service"
 	"github.com/prsaga/prsaga/platform/step"
 )
-
-// mergesOf lists main's commits carrying PR #n's trailer, each with the
-// run (Prsaga-Correlation-Id) that wrote it.
-func (g *gitRepo) mergesOf(n int) map[string]string {
-	out := g.run("", "log", "--format=%H %(trailers:key=Prsaga-Correlation-Id,valueonly,separator=%x2C)", "-E",
-		fmt.Sprintf("--grep=^Prsaga-PR: %s$", contracts.PRID(testRepo, n)), "main")
-	runs := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if sha, corr, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
-			runs[sha] = corr
-		} else if line != "" {
-			runs[line] = ""
-		}
-	}
-	return runs
-}
 
 // TestRedeliveryToTheOtherInstanceWinsTheCommit: instance A merges a PR
 // (the ref moved, the journal row committed) and is slow to commit its
@@ -45,12 +27,7 @@ func (g *gitRepo) mergesOf(n int) map[string]string {
 func TestRedeliveryToTheOtherInstanceWinsTheCommit(t *testing.T) {
 	for _, strategy := range []string{contracts.StrategyMerge, contracts.StrategySquash} {
 		t.Run(strategy, func(t *testing.T) {
-			g := newGitRepo(t)
-			im := &importer{}
-			im.commit("main", "", map[string]string{"README": "readme\n", "shared.txt": sharedFile(nil)})
-			im.commit("pr7", "main", map[string]string{"shared.txt": sharedFile(map[int]bool{14: true})})
-			im.commit("main", "", map[string]string{"shared.txt": sharedFile(map[int]bool{2: true})})
-			g.fastImport(im)
+			g := pr7BesideMain(t)
 
 			cfg := busConfig
 			cfg.AckWait = 2 * time.Second // A's hold outlasts it soon
@@ -107,22 +84,16 @@ func TestRedeliveryToTheOtherInstanceWinsTheCommit(t *testing.T) {
 			if !bHandled.Load() {
 				t.Fatal("instance B never handled the event: the interleaving did not happen")
 			}
-			ms, failed := outcomes(t, b)
-			if len(failed) > 0 {
-				t.Errorf("step_failed: %+v", failed)
-			}
-			if len(ms) != 1 || ms[0].corr != corr {
-				t.Fatalf("merged events: %+v, want exactly one for run %s", ms, corr)
-			}
+			m := oneMerged(t, b, corr)
 			runs := g.mergesOf(7)
 			if len(runs) != 1 {
 				t.Fatalf("PR 7 has %d commits with its trailer on main (%v), want 1", len(runs), runs)
 			}
-			if !ms[0].AlreadyMerged || ms[0].MergeSHA != g.rev("main") {
-				t.Errorf("merged event %+v; want already_merged and main's head %s", ms[0].Merged, g.rev("main"))
+			if !m.AlreadyMerged || m.MergeSHA != g.rev("main") {
+				t.Errorf("merged event %+v; want already_merged and main's head %s", m.Merged, g.rev("main"))
 			}
-			if runs[ms[0].MergeSHA] != corr {
-				t.Errorf("the merge %s was written by run %q, want this run %s", ms[0].MergeSHA, runs[ms[0].MergeSHA], corr)
+			if runs[m.MergeSHA] != corr {
+				t.Errorf("the merge %s was written by run %q, want this run %s", m.MergeSHA, runs[m.MergeSHA], corr)
 			}
 			var n int
 			if err := shared.Reader().QueryRow("SELECT count(*) FROM inbox WHERE consumer = ?", contracts.ConsumerMerger).Scan(&n); err != nil {

@@ -46,13 +46,34 @@ func (g *gitRepo) run(stdin string, args ...string) string { return g.GitInput(s
 
 func (g *gitRepo) rev(r string) string { return g.Rev(r) }
 
-// trailerCount counts main's commits with the trailer line of PR #n.
-func (g *gitRepo) trailerCount(n int) int {
-	out := g.run("", "log", "--format=%H", "-E", fmt.Sprintf("--grep=^Prsaga-PR: %s$", contracts.PRID(testRepo, n)), "main")
-	if out == "" {
-		return 0
+// mergesOf lists main's commits carrying PR #n's trailer, each with the
+// run (Prsaga-Correlation-Id) that wrote it.
+func (g *gitRepo) mergesOf(n int) map[string]string {
+	out := g.run("", "log", "--format=%H %(trailers:key=Prsaga-Correlation-Id,valueonly,separator=%x2C)", "-E",
+		fmt.Sprintf("--grep=^Prsaga-PR: %s$", contracts.PRID(testRepo, n)), "main")
+	runs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if sha, corr, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			runs[sha] = corr
+		} else if line != "" {
+			runs[line] = ""
+		}
 	}
-	return len(strings.Split(out, "\n"))
+	return runs
+}
+
+// pr7BesideMain is the repository of a PR merged as main moves on: main's
+// first commit, PR 7 branched from it changing line 14 of shared.txt, and
+// main's second commit changing line 2 — a merge of PR 7 is clean.
+func pr7BesideMain(t *testing.T) *gitRepo {
+	t.Helper()
+	g := newGitRepo(t)
+	im := &importer{}
+	im.commit("main", "", map[string]string{"README": "readme\n", "shared.txt": sharedFile(nil)})
+	im.commit("pr7", "main", map[string]string{"shared.txt": sharedFile(map[int]bool{14: true})})
+	im.commit("main", "", map[string]string{"shared.txt": sharedFile(map[int]bool{2: true})})
+	g.fastImport(im)
+	return g
 }
 
 // importer writes commits with git fast-import.
@@ -165,6 +186,20 @@ func validated(t *testing.T, b *bus.Bus, n int, source, head, strategy, corr str
 type merged struct {
 	corr string
 	contracts.Merged
+}
+
+// oneMerged reads the stream's outcomes and returns the one merged event
+// there must be, of run corr; a step_failed fails the test.
+func oneMerged(t *testing.T, b *bus.Bus, corr string) merged {
+	t.Helper()
+	ms, failed := outcomes(t, b)
+	if len(failed) > 0 {
+		t.Errorf("step_failed: %+v", failed)
+	}
+	if len(ms) != 1 || ms[0].corr != corr {
+		t.Fatalf("merged events: %+v, want exactly one for run %s", ms, corr)
+	}
+	return ms[0]
 }
 
 // outcomes reads every merged and step_failed event on the stream so far

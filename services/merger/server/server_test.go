@@ -178,12 +178,7 @@ func TestCrashAfterMergeBeforeCommit(t *testing.T) {
 		{runner.FaultAfterCommit, contracts.StrategyMerge, false},
 	} {
 		t.Run(tc.point+"/"+tc.strategy, func(t *testing.T) {
-			g := newGitRepo(t)
-			im := &importer{}
-			im.commit("main", "", map[string]string{"README": "readme\n", "shared.txt": sharedFile(nil)})
-			im.commit("pr7", "main", map[string]string{"shared.txt": sharedFile(map[int]bool{14: true})})
-			im.commit("main", "", map[string]string{"shared.txt": sharedFile(map[int]bool{2: true})})
-			g.fastImport(im)
+			g := pr7BesideMain(t)
 
 			// A short AckWait: a crash after the commit is redelivered only then.
 			cfg := busConfig
@@ -205,18 +200,12 @@ func TestCrashAfterMergeBeforeCommit(t *testing.T) {
 			if !crashed.Load() {
 				t.Fatal("the fault never fired")
 			}
-			ms, failed := outcomes(t, b)
-			if len(failed) > 0 {
-				t.Errorf("step_failed: %+v", failed)
+			m := oneMerged(t, b, corr)
+			if m.AlreadyMerged != tc.wantAlreadyMerged || m.MergeSHA != g.rev("main") {
+				t.Errorf("merged event %+v; want already_merged %v and main's head %s", m.Merged, tc.wantAlreadyMerged, g.rev("main"))
 			}
-			if len(ms) != 1 || ms[0].corr != corr {
-				t.Fatalf("merged events: %+v, want exactly one for run %s", ms, corr)
-			}
-			if ms[0].AlreadyMerged != tc.wantAlreadyMerged || ms[0].MergeSHA != g.rev("main") {
-				t.Errorf("merged event %+v; want already_merged %v and main's head %s", ms[0].Merged, tc.wantAlreadyMerged, g.rev("main"))
-			}
-			if c := g.trailerCount(7); c != 1 {
-				t.Errorf("%d merge commits for PR 7 on main, want 1", c)
+			if runs := g.mergesOf(7); len(runs) != 1 {
+				t.Errorf("%d merge commits for PR 7 on main (%v), want 1", len(runs), runs)
 			}
 			g.run("", "fsck", "--strict", "--no-progress")
 		})

@@ -52,7 +52,7 @@ func readLedger(ctx context.Context, c *client.Client, d *driver, out []outcome)
 			switch {
 			case s.CorrelationID != d.ids[i]:
 				out[i].ledger = fmt.Sprintf("ledger: run %s, want %s", s.CorrelationID, d.ids[i])
-			case s.State != string(contracts.StateMerged) || !s.Merged:
+			case s.State != contracts.StateMerged || !s.Merged:
 				out[i].ledger = fmt.Sprintf("ledger: %s (failed step %q: %s)", s.State, s.FailedStep, s.LastError)
 			case d.workload == W1 && s.MergeSHA != d.prs[i].head:
 				out[i].ledger = fmt.Sprintf("ledger: merge sha %s, want the PR head %s (fast-forward)", s.MergeSHA, d.prs[i].head)
@@ -71,7 +71,7 @@ func stepTimes(ts []client.Transition) (at [len(stepStates)]time.Time) {
 			continue
 		}
 		for k, s := range stepStates {
-			if contracts.State(t.ToState) == s {
+			if t.To == s {
 				at[k] = t.At
 			}
 		}

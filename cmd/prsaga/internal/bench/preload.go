@@ -209,19 +209,6 @@ func timeQuery(name string, samples int, do func() error) (QueryStat, error) {
 
 // plan is SQLite's EXPLAIN QUERY PLAN of q, one step per "; ".
 func plan(ctx context.Context, db *sql.DB, q string, args ...any) (string, error) {
-	rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
-	if err != nil {
-		return "", fmt.Errorf("explain: %w", err)
-	}
-	defer rows.Close()
-	var steps []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			return "", err
-		}
-		steps = append(steps, detail)
-	}
-	return strings.Join(steps, "; "), rows.Err()
+	steps, err := psqlite.QueryPlan(ctx, db, q, args...)
+	return strings.Join(steps, "; "), err
 }

@@ -72,13 +72,13 @@ func TestStepTimesAndTimings(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	ts := []client.Transition{
-		{ToState: "VALIDATING", At: at(10)},
-		{ToState: "MERGING", At: at(30)},
-		{ToState: "NOTIFYING", At: at(45), Inferred: true}, // not a time the ledger saw
-		{ToState: "MERGING", At: at(40)},                   // a retry: the last one counts
-		{ToState: "NOTIFYING", At: at(60)},
-		{ToState: "INDEXING", At: at(70)},
-		{ToState: "MERGED", At: at(100)},
+		{To: "VALIDATING", At: at(10)},
+		{To: "MERGING", At: at(30)},
+		{To: "NOTIFYING", At: at(45), Inferred: true}, // not a time the ledger saw
+		{To: "MERGING", At: at(40)},                   // a retry: the last one counts
+		{To: "NOTIFYING", At: at(60)},
+		{To: "INDEXING", At: at(70)},
+		{To: "MERGED", At: at(100)},
 	}
 	got := stepTimes(ts)
 	want := [len(stepStates)]time.Time{at(10), at(40), at(60), at(70), at(100)}

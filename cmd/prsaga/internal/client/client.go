@@ -38,43 +38,14 @@ type APIError struct {
 
 func (e *APIError) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status) }
 
-// Transition is one row of a saga's history.
-type Transition struct {
-	Seq           int       `json:"seq"`
-	CorrelationID string    `json:"correlation_id"`
-	FromState     string    `json:"from_state"`
-	ToState       string    `json:"to_state"`
-	Reason        string    `json:"reason"`
-	EventID       string    `json:"event_id"`
-	Inferred      bool      `json:"inferred"`
-	Actor         string    `json:"actor"`
-	At            time.Time `json:"at"`
-}
-
-// Saga is the ledger's view of one PR.
-type Saga struct {
-	PRID          string       `json:"pr_id"`
-	Repo          string       `json:"repo"`
-	State         string       `json:"state"`
-	FailedStep    string       `json:"failed_step"`
-	LastError     string       `json:"last_error"`
-	Attempts      int          `json:"attempts"`
-	MergeSHA      string       `json:"merge_sha"`
-	Merged        bool         `json:"merged"`
-	CorrelationID string       `json:"correlation_id"`
-	TimedOut      bool         `json:"timed_out"`
-	Stuck         bool         `json:"stuck"`
-	TargetBranch  string       `json:"target_branch,omitempty"`
-	AlreadyMerged bool         `json:"already_merged,omitempty"`
-	CreatedAt     time.Time    `json:"created_at"`
-	UpdatedAt     time.Time    `json:"updated_at"`
-	Transitions   []Transition `json:"transitions,omitempty"`
-}
-
-// Terminal reports whether the saga stopped (MERGED or MERGE_FAILED).
-func (s Saga) Terminal() bool {
-	return s.State == string(contracts.StateMerged) || s.State == string(contracts.StateMergeFailed)
-}
+// The ledger's views of sagas and runs, decoded as the ledger writes them
+// (not copies that could drift from its JSON).
+type (
+	Saga       = ledger.Saga
+	Transition = ledger.Transition
+	Run        = ledger.Run
+	Event      = ledger.Event
+)
 
 // Accepted answers a merge request.
 type Accepted struct {
@@ -170,26 +141,6 @@ func (c *Client) Retry(ctx context.Context, prID string, o RetryOptions) (Retrie
 	var out Retried
 	err := c.doHeader(ctx, http.MethodPost, "/api/v1/sagas/"+url.PathEscape(prID)+"/retry?"+q.Encode(), nil, &out, h)
 	return out, err
-}
-
-// Event is one event the ledger recorded.
-type Event struct {
-	EventID       string          `json:"event_id"`
-	PRID          string          `json:"pr_id"`
-	CorrelationID string          `json:"correlation_id"`
-	Type          string          `json:"type"`
-	Status        string          `json:"status"`
-	Reason        string          `json:"reason"`
-	ReceivedAt    time.Time       `json:"received_at"`
-	Event         json.RawMessage `json:"event"`
-}
-
-// Run is what the ledger recorded for one correlation id.
-type Run struct {
-	CorrelationID string       `json:"correlation_id"`
-	PRID          string       `json:"pr_id"`
-	Transitions   []Transition `json:"transitions"`
-	Events        []Event      `json:"events"`
 }
 
 // Run returns the ledger's transitions and events of a saga run.
