@@ -71,7 +71,7 @@ func (r *Store) writeLoose(o plumbing.EncodedObject) (string, bool, error) {
 	defer z.release()
 	written, err := r.placeLoose(dir, file, z.out.Bytes())
 	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, 0o777); err == nil {
+		if err = mkdirFanOut(dir); err == nil {
 			written, err = r.placeLoose(dir, file, z.out.Bytes())
 		}
 	}
@@ -79,6 +79,20 @@ func (r *Store) writeLoose(o plumbing.EncodedObject) (string, bool, error) {
 		return "", false, err
 	}
 	return file, written, nil
+}
+
+// mkdirFanOut makes the fan-out directory objects/xx: one mkdir(2), where
+// os.MkdirAll stats it and objects/ first; objects/ itself is made only
+// when it is missing too.
+func mkdirFanOut(dir string) error {
+	err := os.Mkdir(dir, 0o777)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrExist): // made meanwhile by another writer
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return os.MkdirAll(dir, 0o777)
+	}
+	return err
 }
 
 // placeLoose gives file its content, complete, unless it exists:
@@ -121,7 +135,7 @@ func (r *Store) linkLoose(dir, file string, content []byte) (bool, error) {
 // over file.
 func (r *Store) renameLoose(dir, file string, content []byte) (bool, error) {
 	tmp := filepath.Join(dir, "tmp_obj_"+strconv.FormatUint(rand.Uint64(), 36))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	f, err := OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	if err != nil {
 		return false, err
 	}
