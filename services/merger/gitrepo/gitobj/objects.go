@@ -2,7 +2,6 @@ package gitobj
 
 import (
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/klauspost/compress/zlib"
 )
 
 // WriteObjects stores new objects as loose objects, each complete before
@@ -168,7 +168,10 @@ type deflater struct {
 
 // Loose objects are compressed at zlib's best speed, as git compresses
 // them unless core.looseCompression says otherwise: they are written once
-// per merge and repacked, recompressed, by git gc.
+// per merge and repacked, recompressed, by git gc. klauspost/compress's
+// zlib, not the standard library's: at that level it writes a W2 root
+// tree (50–500 entries) in a third to a half of the CPU, for a stream
+// 1% larger (BenchmarkDeflateTree).
 var deflaters = sync.Pool{New: func() any {
 	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // a valid level: never fails
 	return &deflater{zw: zw, sum: sha1.New()}
