@@ -169,8 +169,8 @@ type deflater struct {
 // Loose objects are compressed at zlib's best speed, as git compresses
 // them unless core.looseCompression says otherwise: they are written once
 // per merge and repacked, recompressed, by git gc. klauspost/compress's
-// zlib, not the standard library's: at that level it writes a W2 root
-// tree (50–500 entries) in a third to a half of the CPU, for a stream
+// zlib, not the standard library's: at that level it compresses a W2
+// root tree (50–500 entries) in about half the time or less, for a stream
 // 1% larger (BenchmarkDeflateTree).
 var deflaters = sync.Pool{New: func() any {
 	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // a valid level: never fails
