@@ -10,7 +10,7 @@ import (
 	"github.com/prsaga/prsaga/platform/repopath"
 )
 
-// FuzzResolve: whatever the id, Resolve never panics, refuses every id
+// FuzzResolve: whatever the id, Resolve never panics, Verify agrees with it, refuses every id
 // Check refuses, and what it returns is a bare repository strictly inside
 // the real repos dir (the layout has links out of it to be tempted by).
 func FuzzResolve(f *testing.F) {
@@ -26,6 +26,9 @@ func FuzzResolve(f *testing.F) {
 	realRoot := realPath(f, l.dir)
 	f.Fuzz(func(t *testing.T, repo string) {
 		got, err := l.root.Resolve(repo)
+		if verr := l.root.Verify(repo); errKind(verr) != errKind(err) {
+			t.Fatalf("Verify(%q) = %v; Resolve says %v", repo, verr, err)
+		}
 		if checkErr := repopath.Check(repo); checkErr != nil {
 			if err == nil || !errors.Is(err, contracts.ErrInvalid) {
 				t.Fatalf("Resolve(%q) = %q, %v; Check refuses it (%v), want ErrInvalid", repo, got, err, checkErr)

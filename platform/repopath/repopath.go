@@ -110,6 +110,44 @@ func (r Root) Resolve(repo string) (string, error) {
 	return real, nil
 }
 
+// Verify answers as Resolve does — nil when Resolve returns a path, else
+// Resolve's error — for a caller that keeps using Path's path and needs
+// only the check, at a third of its system calls in the usual case.
+//
+// Resolve follows every element of the repos dir's path and of the
+// repository's, one lstat each, twice over the repos dir's. Verify first
+// lstats only the id's two elements, <root>/<owner> and then
+// <root>/<owner>/<name>.git. When both are directories (not links), the
+// repository's real path is the repos dir's real path joined with
+// "<owner>/<name>.git": the walk to the repository is the walk to the
+// repos dir, which existed (the lstats went through it), followed by two
+// steps down to directories named by plain elements, neither "." nor
+// "..". That path lies strictly inside the repos dir's real path, which
+// is Resolve's test, and the bare-repository test of that path is the one
+// of Path's path (the same directory). So what Verify accepts lies inside
+// the repos dir and is bare, as what Resolve accepts; in every other case
+// — a link, a missing element, an error — Verify asks Resolve itself.
+// Like Resolve's, its answer holds when it is given: its lstats, like
+// Resolve's, follow one another.
+func (r Root) Verify(repo string) error {
+	dir, err := r.Path(repo)
+	if err != nil {
+		return err
+	}
+	if plainDir(filepath.Dir(dir)) && plainDir(dir) && IsBare(dir) {
+		return nil
+	}
+	_, err = r.Resolve(repo)
+	return err
+}
+
+// plainDir reports whether path's last element is a directory, not a
+// symbolic link to one.
+func plainDir(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.IsDir()
+}
+
 // missing: the path or one of its parents does not exist, or a parent is
 // a file ("acme" a file, so no "acme/x.git").
 func missing(err error) bool {

@@ -87,8 +87,9 @@ func (rs *Repos) Open(repo string) (*Repo, error) {
 	// repository keeps its path under the root, as it is named). Checked
 	// on every open, not only the first: a repository replaced since by a
 	// link out of the repos dir is refused, as the validator and the
-	// indexer refuse it.
-	if _, err := rs.paths.Resolve(repo); err != nil {
+	// indexer refuse it. Verify is Resolve's check without the real path,
+	// which the merger does not use.
+	if err := rs.paths.Verify(repo); err != nil {
 		if errors.Is(err, repopath.ErrNotFound) {
 			return nil, fmt.Errorf("open %s: %w", repo, ErrRepoNotFound)
 		}

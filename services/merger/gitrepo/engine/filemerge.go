@@ -129,12 +129,14 @@ func isBinary(s string) bool {
 }
 
 func (r *repo) readBlob(h plumbing.Hash) (string, error) {
-	var blob *object.Blob
+	o, ok := r.overlay[h]
 	var err error
-	if o, ok := r.overlay[h]; ok {
+	if !ok {
+		o, err = r.s.Object(plumbing.BlobObject, h)
+	}
+	var blob *object.Blob
+	if err == nil {
 		blob, err = object.DecodeBlob(o)
-	} else {
-		blob, err = object.GetBlob(r.s.Storer(), h)
 	}
 	if err != nil {
 		return "", fmt.Errorf("blob %s: %w", h, err)

@@ -66,12 +66,14 @@ func (r *repo) readParsed(h plumbing.Hash) (*parsedTree, error) {
 	if t, ok := r.s.CachedTree(h); ok {
 		return t.(*parsedTree), nil
 	}
-	var t *object.Tree
+	o, ok := r.overlay[h]
 	var err error
-	if o, ok := r.overlay[h]; ok {
+	if !ok {
+		o, err = r.s.Object(plumbing.TreeObject, h)
+	}
+	var t *object.Tree
+	if err == nil {
 		t, err = object.DecodeTree(r.s.Storer(), o)
-	} else {
-		t, err = object.GetTree(r.s.Storer(), h)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", h, err)

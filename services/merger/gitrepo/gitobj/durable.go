@@ -19,7 +19,7 @@ func (d Durability) FsyncFile(name string) error {
 	if !d.Sync {
 		return nil
 	}
-	f, err := os.Open(name)
+	f, err := OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("fsync %s: %w", name, err)
 	}

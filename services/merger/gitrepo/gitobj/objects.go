@@ -2,7 +2,6 @@ package gitobj
 
 import (
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/klauspost/compress/zlib"
 )
 
 // WriteObjects stores new objects as loose objects, each complete before
@@ -71,7 +71,7 @@ func (r *Store) writeLoose(o plumbing.EncodedObject) (string, bool, error) {
 	defer z.release()
 	written, err := r.placeLoose(dir, file, z.out.Bytes())
 	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, 0o777); err == nil {
+		if err = mkdirFanOut(dir); err == nil {
 			written, err = r.placeLoose(dir, file, z.out.Bytes())
 		}
 	}
@@ -79,6 +79,20 @@ func (r *Store) writeLoose(o plumbing.EncodedObject) (string, bool, error) {
 		return "", false, err
 	}
 	return file, written, nil
+}
+
+// mkdirFanOut makes the fan-out directory objects/xx: one mkdir(2), where
+// os.MkdirAll stats it and objects/ first; objects/ itself is made only
+// when it is missing too.
+func mkdirFanOut(dir string) error {
+	err := os.Mkdir(dir, 0o777)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrExist): // made meanwhile by another writer
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return os.MkdirAll(dir, 0o777)
+	}
+	return err
 }
 
 // placeLoose gives file its content, complete, unless it exists:
@@ -121,7 +135,7 @@ func (r *Store) linkLoose(dir, file string, content []byte) (bool, error) {
 // over file.
 func (r *Store) renameLoose(dir, file string, content []byte) (bool, error) {
 	tmp := filepath.Join(dir, "tmp_obj_"+strconv.FormatUint(rand.Uint64(), 36))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	f, err := OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	if err != nil {
 		return false, err
 	}
@@ -154,7 +168,10 @@ type deflater struct {
 
 // Loose objects are compressed at zlib's best speed, as git compresses
 // them unless core.looseCompression says otherwise: they are written once
-// per merge and repacked, recompressed, by git gc.
+// per merge and repacked, recompressed, by git gc. klauspost/compress's
+// zlib, not the standard library's: at that level it compresses a W2
+// root tree (50–500 entries) in about half the time or less, for a stream
+// 1% larger (BenchmarkDeflateTree).
 var deflaters = sync.Pool{New: func() any {
 	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // a valid level: never fails
 	return &deflater{zw: zw, sum: sha1.New()}

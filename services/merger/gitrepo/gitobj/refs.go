@@ -3,6 +3,7 @@ package gitobj
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func LoosePath(gitDir, branch string) string {
 // a packed one). ErrBranchNotFound if neither exists.
 func ReadRef(gitDir, branch string) (plumbing.Hash, error) {
 	name := "refs/heads/" + branch
-	fsys := os.DirFS(gitDir)
+	fsys := gitDirFS{os.DirFS(gitDir), gitDir}
 	b, ok, err := gitrefs.Loose(fsys, name)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", name, err)
@@ -51,6 +52,25 @@ func ReadRef(gitDir, branch string) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("packed-refs: bad line for %s", name)
 	}
 	return h, nil
+}
+
+// gitDirFS is os.DirFS of a git directory whose ReadFile, what
+// gitrefs.Loose reads a ref with, is ReadFile's open, read and close.
+type gitDirFS struct {
+	fs.FS
+	dir string
+}
+
+func (d gitDirFS) ReadFile(name string) ([]byte, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "readfile", Path: name, Err: fs.ErrInvalid}
+	}
+	b, err := ReadFile(filepath.Join(d.dir, filepath.FromSlash(name)), 64)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		pe.Path = name // as os.DirFS names it
+	}
+	return b, err
 }
 
 func parseLooseRef(name string, b []byte) (plumbing.Hash, error) {

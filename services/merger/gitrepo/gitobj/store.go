@@ -3,6 +3,8 @@ package gitobj
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/config"
@@ -55,8 +57,22 @@ func (r *Store) Storer() *filesystem.Storage { return r.st }
 // Close releases the storage's files.
 func (r *Store) Close() error { return r.st.Close() }
 
-// Config is the repository's config file (go-git reads it anew each call).
-func (r *Store) Config() (*config.Config, error) { return r.st.Config() }
+// Config is the repository's config file, read anew each call; an empty
+// config when there is none, as go-git answers.
+func (r *Store) Config() (*config.Config, error) {
+	b, err := ReadFile(filepath.Join(r.dir, "config"), 4096)
+	if errors.Is(err, fs.ErrNotExist) {
+		return config.NewConfig(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := config.NewConfig()
+	if err := c.Unmarshal(b); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
 // Refresh makes go-git see packs written by other processes since the last
 // call (`git push` of many objects, `git gc`): go-git loads the pack index
@@ -110,7 +126,7 @@ func (r *Store) KeepCommit(c *object.Commit) { r.objects.putCommit(c.Hash, c) }
 
 // ReadCommit reads and parses a commit object, bypassing the cache.
 func (r *Store) ReadCommit(h plumbing.Hash) (*object.Commit, error) {
-	o, err := r.st.EncodedObject(plumbing.AnyObject, h)
+	o, err := r.Object(plumbing.AnyObject, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, fmt.Errorf("commit %s: %w", h, ErrObjectMissing)
 	}

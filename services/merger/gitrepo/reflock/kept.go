@@ -75,7 +75,7 @@ var errKeepBusy = errors.New("kept holder file busy")
 // it first if there is none.
 func (r *Locker) openKept(dir string, self holder) (*os.File, []byte, error) {
 	if r.kept != "" {
-		f, err := os.OpenFile(r.kept, os.O_RDWR, 0)
+		f, err := gitobj.OpenFile(r.kept, os.O_RDWR, 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			r.kept = ""
 		} else if err != nil {

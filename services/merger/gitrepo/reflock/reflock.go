@@ -290,10 +290,10 @@ func (l *Lock) Release() error {
 // Its mode is git's for refs (0666 less the umask): it may become one.
 func writeTemp(dir, kind string, self holder, content []byte) (string, error) {
 	name := filepath.Join(dir, tempPrefix(kind, self)+strconv.FormatUint(rand.Uint64(), 36))
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	f, err := gitobj.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if errors.Is(err, fs.ErrNotExist) { // the work directory was removed
 		if err = os.MkdirAll(dir, 0o777); err == nil {
-			f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+			f, err = gitobj.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 		}
 	}
 	if err != nil {
