@@ -129,7 +129,7 @@ func cloudEventRequest(w http.ResponseWriter, r *http.Request) (*event.Event, er
 		return nil, invalid{"the event claims to come from prsaga", &contracts.FieldError{Field: "source",
 			Problem: fmt.Sprintf("%q is prsaga's own: a client's event needs a source URI of its own", truncate(e.Source()))}}
 	}
-	if _, ok := e.Extensions()[contracts.ExtReplayOf]; ok {
+	if _, ok := contracts.Extensions(e)[contracts.ExtReplayOf]; ok {
 		return nil, invalid{"the event claims to be a replay", &contracts.FieldError{Field: contracts.ExtReplayOf,
 			Problem: "is set only on the ledger's own replays (use POST /api/v1/sagas/{pr}/retry)"}}
 	}
