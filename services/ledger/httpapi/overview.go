@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -167,8 +168,10 @@ func pipelineOf(counts map[contracts.State]int, failed []ledger.Saga, on contrac
 		sort.Slice(list, func(i, j int) bool {
 			return list[i].n > list[j].n || list[i].n == list[j].n && list[i].code < list[j].code
 		})
+		// A branch lists the sagas that failed at its step, where they can be
+		// filtered further and retried together (the bulk retry page).
 		box := pipeBox{X: x, Y: 140, W: w, H: 24 + 16*min(len(list), 4), Label: "failed", Count: total,
-			Href: "/?state=MERGE_FAILED", Class: "fail", On: on == contracts.StateMergeFailed}
+			Href: "/failed?step=" + url.QueryEscape(string(s)), Class: "fail", On: on == contracts.StateMergeFailed}
 		for i, r := range list {
 			if i == 4 {
 				break

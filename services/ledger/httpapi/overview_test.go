@@ -39,7 +39,7 @@ func TestDashboardPicture(t *testing.T) {
 		`href="/?state=MERGED" class="pipe pipe-done" data-state="MERGED"`,
 		`<title>MERGED: 1 — click to list them</title>`,
 		`<title>VALIDATING: 1 — click to list them</title>`,
-		`href="/?state=MERGE_FAILED" class="pipe pipe-fail"`,
+		`href="/failed?step=VALIDATING" class="pipe pipe-fail"`,
 		`checks_failed ×1`,
 	} {
 		if !strings.Contains(pipe, want) {
