@@ -133,28 +133,23 @@ func TestLiveHolderInAnotherPidNamespaceIsRespected(t *testing.T) {
 	_, content := readLockRecord(t, lock)
 
 	const n = 6
-	var wg sync.WaitGroup
-	start := make(chan struct{})
 	var broke, merged sync.Map
-	for i, repo := range separateRepos(t, f, n) {
+	repos := separateRepos(t, f, n)
+	for _, repo := range repos {
 		repo.retry = shortRetry
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			for range 50 {
-				if ok, _ := repo.locks.BreakDead(lock); ok {
-					broke.Store(i, true)
-				}
-			}
-			if _, err := repo.Merge(context.Background(), request("feature", "main", feature, StrategyMerge, 42)); !errors.Is(err, ErrTargetBusy) {
-				merged.Store(i, err)
-			}
-		}()
 	}
-	close(start)
+	wait := atOnce(repos, func(i int, repo *Repo) {
+		for range 50 {
+			if ok, _ := repo.locks.BreakDead(lock); ok {
+				broke.Store(i, true)
+			}
+		}
+		if _, err := repo.Merge(context.Background(), request("feature", "main", feature, StrategyMerge, 42)); !errors.Is(err, ErrTargetBusy) {
+			merged.Store(i, err)
+		}
+	})
 	out, err := runHelperVia(t, f, wrap, "merge", "feature,"+feature)
-	wg.Wait()
+	wait()
 	if err == nil || !strings.Contains(out, "target branch busy") || !strings.Contains(out, "alive") {
 		t.Errorf("a merger in another namespace, while the holder lives: %v\n%s\nwant target branch busy, the holder alive", err, out)
 	}

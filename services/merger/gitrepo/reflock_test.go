@@ -344,19 +344,10 @@ func TestMergersRaceToBreakADeadLock(t *testing.T) {
 	}
 	startHelper(t, f, "hold", "").killAndReap(t)
 
-	var wg sync.WaitGroup
 	errs := make([]error, n)
-	start := make(chan struct{})
-	for i, repo := range separateRepos(t, f, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = repo.Merge(context.Background(), request(fmt.Sprintf("pr%d", i), "main", heads[i], StrategyMerge, 100+i))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(separateRepos(t, f, n), func(i int, repo *Repo) {
+		_, errs[i] = repo.Merge(context.Background(), request(fmt.Sprintf("pr%d", i), "main", heads[i], StrategyMerge, 100+i))
+	})()
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("merge of pr%d: %v", i, err)
@@ -448,33 +439,42 @@ func separateRepos(t *testing.T, f *fixture, n int) []*Repo {
 	return out
 }
 
+// atOnce runs do for each of repos (with its index) in a goroutine of its
+// own, all released at the same moment so that they race, and returns the
+// wait for them all to end: the caller may race them against more first.
+func atOnce(repos []*Repo, do func(i int, repo *Repo)) (wait func()) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, repo := range repos {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			do(i, repo)
+		}()
+	}
+	close(start)
+	return wg.Wait
+}
+
 // raceToBreak has every repository try, at once, to break the dead lock;
 // whoever breaks it takes the lock at once, and keeps it. It returns how
 // many broke it.
 func raceToBreak(t *testing.T, repos []*Repo, lock string) int {
 	t.Helper()
-	var wg sync.WaitGroup
 	var broken atomic.Int32
-	start := make(chan struct{})
-	for _, repo := range repos {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			ok, err := repo.locks.BreakDead(lock)
-			if err != nil && !errors.Is(err, reflock.ErrLockRaced) {
+	atOnce(repos, func(_ int, repo *Repo) {
+		ok, err := repo.locks.BreakDead(lock)
+		if err != nil && !errors.Is(err, reflock.ErrLockRaced) {
+			t.Error(err)
+		}
+		if ok {
+			if _, err := repo.locks.Acquire(lock); err != nil {
 				t.Error(err)
 			}
-			if ok {
-				if _, err := repo.locks.Acquire(lock); err != nil {
-					t.Error(err)
-				}
-				broken.Add(1)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+			broken.Add(1)
+		}
+	})()
 	return int(broken.Load())
 }
 

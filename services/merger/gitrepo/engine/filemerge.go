@@ -129,11 +129,7 @@ func isBinary(s string) bool {
 }
 
 func (r *repo) readBlob(h plumbing.Hash) (string, error) {
-	o, ok := r.overlay[h]
-	var err error
-	if !ok {
-		o, err = r.s.Object(plumbing.BlobObject, h)
-	}
+	o, err := r.object(plumbing.BlobObject, h)
 	var blob *object.Blob
 	if err == nil {
 		blob, err = object.DecodeBlob(o)
@@ -184,6 +180,15 @@ func readOptional(gitDir string, elem ...string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return b, nil
+}
+
+// object reads an object the merge made (the overlay) or else the store's:
+// a virtual base's objects are never written, yet read like any other.
+func (r *repo) object(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o, ok := r.overlay[h]; ok {
+		return o, nil
+	}
+	return r.s.Object(t, h)
 }
 
 // objectSize is an object's size, without reading it.

@@ -66,11 +66,7 @@ func (r *repo) readParsed(h plumbing.Hash) (*parsedTree, error) {
 	if t, ok := r.s.CachedTree(h); ok {
 		return t.(*parsedTree), nil
 	}
-	o, ok := r.overlay[h]
-	var err error
-	if !ok {
-		o, err = r.s.Object(plumbing.TreeObject, h)
-	}
+	o, err := r.object(plumbing.TreeObject, h)
 	var t *object.Tree
 	if err == nil {
 		t, err = object.DecodeTree(r.s.Storer(), o)
