@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/cputime"
 	"github.com/prsaga/prsaga/platform/store"
 	"github.com/prsaga/prsaga/services/ledger"
 )
@@ -104,13 +105,13 @@ type cpuMeter struct {
 
 func startCPU(b *testing.B) cpuMeter {
 	b.ResetTimer()
-	at, ok := cpuTime()
+	at, ok := cputime.Self()
 	return cpuMeter{at: at, ok: ok}
 }
 
 func (m cpuMeter) stop(b *testing.B, perOp int) {
 	b.StopTimer()
-	if now, ok := cpuTime(); ok && m.ok {
+	if now, ok := cputime.Self(); ok && m.ok {
 		b.ReportMetric(float64((now-m.at).Nanoseconds())/float64(b.N*perOp), "cpu-ns/event")
 	}
 }

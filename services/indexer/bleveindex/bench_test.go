@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+
+	"github.com/prsaga/prsaga/platform/cputime"
 )
 
 // benchDoc is document i the way the saga's bench makes them: its own
@@ -26,16 +27,6 @@ func benchDoc(i int) Doc {
 	}
 }
 
-// cpuTime is the process's CPU time so far, user and system: what the
-// background segment merges cost is counted too, unlike in ns/op.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // benchUpsert indexes b.N new documents into a new index, batch at a time,
 // and reports the CPU per document (cpu-µs/doc), background merges
 // included, and the segments the index is left with.
@@ -49,7 +40,7 @@ func benchUpsert(b *testing.B, batch int) {
 	docs := make([]Doc, 0, batch)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime(b)
+	cpu, cpuOK := cputime.Self()
 	for i := range b.N {
 		docs = append(docs, benchDoc(i))
 		if len(docs) == batch || i == b.N-1 {
@@ -60,7 +51,9 @@ func benchUpsert(b *testing.B, batch int) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/doc")
+	if now, ok := cputime.Self(); ok && cpuOK {
+		b.ReportMetric(float64((now-cpu).Microseconds())/float64(b.N), "cpu-µs/doc")
+	}
 	if n, err := x.Count(); err != nil || n != uint64(b.N) {
 		b.Fatalf("index holds %d documents, %v; want %d", n, err, b.N)
 	}

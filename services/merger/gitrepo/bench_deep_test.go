@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/prsaga/prsaga/platform/cputime"
 	"github.com/prsaga/prsaga/platform/gittest"
 )
 
@@ -36,7 +38,7 @@ func BenchmarkMergeBasesDeep(b *testing.B) {
 		tail := mains[max(0, len(mains)-256):]
 		for _, kind := range []string{"fixed", "moving"} {
 			b.Run(fmt.Sprintf("history=%d/%s", depth, kind), func(b *testing.B) {
-				defer reportCPU(b)()
+				defer cputime.PerOp(b)()
 				for i := 0; b.Loop(); i++ {
 					target := mains[len(mains)-1]
 					if kind == "moving" {

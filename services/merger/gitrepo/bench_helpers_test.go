@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,24 +77,5 @@ func mergeAnew(b *testing.B, r *Repo, main string, req MergeRequest, i int) {
 	res, err := r.Merge(context.Background(), req)
 	if err != nil || res.AlreadyMerged {
 		b.Fatalf("Merge = %+v, %v", res, err)
-	}
-}
-
-// reportCPU reports the process's CPU time (user and system) per
-// iteration, from the call to the call of the function it returns: on a
-// shared machine much steadier than the wall time of ns/op. It includes
-// what the loop does with its timer stopped (here a ref file written, a
-// ref read: small beside a merge).
-func reportCPU(b *testing.B) func() {
-	cpu := func() int64 {
-		var u syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-			b.Fatal(err)
-		}
-		return u.Utime.Nano() + u.Stime.Nano()
-	}
-	start := cpu()
-	return func() {
-		b.ReportMetric(float64(cpu()-start)/1e3/float64(b.N), "cpu-µs/op")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/prsaga/prsaga/platform/cputime"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
 
@@ -41,7 +43,7 @@ func BenchmarkTreeMergeWideRoot(b *testing.B) {
 			heads[k] = c.TreeHash
 		}
 		b.Run(fmt.Sprintf("root=%d", root), func(b *testing.B) {
-			defer reportCPU(b)()
+			defer cputime.PerOp(b)()
 			ctx := context.Background()
 			for i := 0; b.Loop(); i++ {
 				e := repo.engine()

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prsaga/prsaga/platform/cputime"
 	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
@@ -22,7 +23,7 @@ func BenchmarkMergeWideRoot(b *testing.B) {
 	const prs = 256
 	eachWideRoot(b, prs, func(root int, main string, repo *Repo) {
 		b.Run(fmt.Sprintf("root=%d", root), func(b *testing.B) {
-			defer reportCPU(b)()
+			defer cputime.PerOp(b)()
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				k := i % prs

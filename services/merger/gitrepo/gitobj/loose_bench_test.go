@@ -3,11 +3,11 @@ package gitobj
 import (
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/prsaga/prsaga/platform/cputime"
 	"github.com/prsaga/prsaga/platform/gitrefs"
 	"github.com/prsaga/prsaga/platform/gittest"
 )
@@ -34,7 +34,7 @@ func BenchmarkMergeReads(b *testing.B) {
 	defer s.Close()
 	objs := []plumbing.Hash{plumbing.NewHash(commit), plumbing.NewHash(tree)}
 	b.Run("direct", func(b *testing.B) {
-		defer cpuPerOp(b)()
+		defer cputime.PerOp(b)()
 		for b.Loop() {
 			if _, err := ReadRef(dir, "main"); err != nil {
 				b.Fatal(err)
@@ -50,7 +50,7 @@ func BenchmarkMergeReads(b *testing.B) {
 		}
 	})
 	b.Run("go-git", func(b *testing.B) {
-		defer cpuPerOp(b)()
+		defer cputime.PerOp(b)()
 		for b.Loop() {
 			if _, _, err := gitrefs.Loose(os.DirFS(dir), "refs/heads/main"); err != nil {
 				b.Fatal(err)
@@ -65,19 +65,4 @@ func BenchmarkMergeReads(b *testing.B) {
 			}
 		}
 	})
-}
-
-// cpuPerOp reports the process's CPU time (user and system) per iteration
-// from the call to the call of the function it returns: on a shared
-// machine much steadier than ns/op's wall time.
-func cpuPerOp(b *testing.B) func() {
-	cpu := func() int64 {
-		var u syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-			b.Fatal(err)
-		}
-		return u.Utime.Nano() + u.Stime.Nano()
-	}
-	start := cpu()
-	return func() { b.ReportMetric(float64(cpu()-start)/1e3/float64(b.N), "cpu-µs/op") }
 }

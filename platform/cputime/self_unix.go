@@ -1,15 +1,15 @@
 //go:build unix
 
-package ledger_test
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the CPU time this process has used (every thread, user and
-// system): on a shared machine it varies far less than the wall clock.
-func cpuTime() (time.Duration, bool) {
+// Self is the CPU time this process has used so far; false where the
+// platform does not tell.
+func Self() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false
