@@ -2,9 +2,9 @@ package ledger_test
 
 import (
 	"path/filepath"
-	"sync"
 	"testing"
 
+	"github.com/prsaga/prsaga/platform/racetest"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/ledger"
@@ -25,19 +25,7 @@ func twoLedgers(t testing.TB) (*psqlite.DB, *ledger.Store, *ledger.Store) {
 // atOnce runs do on each store in a goroutine of its own, all released at
 // the same moment, and returns their answers in the order of stores.
 func atOnce[T any](stores []*ledger.Store, do func(*ledger.Store) (T, error)) ([]T, []error) {
-	var wg sync.WaitGroup
-	out := make([]T, len(stores))
-	errs := make([]error, len(stores))
-	start := make(chan struct{})
-	for i, s := range stores {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			out[i], errs[i] = do(s)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	out, errs := make([]T, len(stores)), make([]error, len(stores))
+	racetest.AtOnce(stores, func(i int, s *ledger.Store) { out[i], errs[i] = do(s) })()
 	return out, errs
 }

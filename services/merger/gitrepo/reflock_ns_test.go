@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prsaga/prsaga/platform/racetest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
 
@@ -138,7 +139,7 @@ func TestLiveHolderInAnotherPidNamespaceIsRespected(t *testing.T) {
 	for _, repo := range repos {
 		repo.retry = shortRetry
 	}
-	wait := atOnce(repos, func(i int, repo *Repo) {
+	wait := racetest.AtOnce(repos, func(i int, repo *Repo) {
 		for range 50 {
 			if ok, _ := repo.locks.BreakDead(lock); ok {
 				broke.Store(i, true)

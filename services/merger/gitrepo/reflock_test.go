@@ -10,12 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prsaga/prsaga/platform/racetest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
 )
@@ -345,7 +345,7 @@ func TestMergersRaceToBreakADeadLock(t *testing.T) {
 	startHelper(t, f, "hold", "").killAndReap(t)
 
 	errs := make([]error, n)
-	atOnce(separateRepos(t, f, n), func(i int, repo *Repo) {
+	racetest.AtOnce(separateRepos(t, f, n), func(i int, repo *Repo) {
 		_, errs[i] = repo.Merge(context.Background(), request(fmt.Sprintf("pr%d", i), "main", heads[i], StrategyMerge, 100+i))
 	})()
 	for i, err := range errs {
@@ -439,31 +439,13 @@ func separateRepos(t *testing.T, f *fixture, n int) []*Repo {
 	return out
 }
 
-// atOnce runs do for each of repos (with its index) in a goroutine of its
-// own, all released at the same moment so that they race, and returns the
-// wait for them all to end: the caller may race them against more first.
-func atOnce(repos []*Repo, do func(i int, repo *Repo)) (wait func()) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, repo := range repos {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			do(i, repo)
-		}()
-	}
-	close(start)
-	return wg.Wait
-}
-
 // raceToBreak has every repository try, at once, to break the dead lock;
 // whoever breaks it takes the lock at once, and keeps it. It returns how
 // many broke it.
 func raceToBreak(t *testing.T, repos []*Repo, lock string) int {
 	t.Helper()
 	var broken atomic.Int32
-	atOnce(repos, func(_ int, repo *Repo) {
+	racetest.AtOnce(repos, func(_ int, repo *Repo) {
 		ok, err := repo.locks.BreakDead(lock)
 		if err != nil && !errors.Is(err, reflock.ErrLockRaced) {
 			t.Error(err)
