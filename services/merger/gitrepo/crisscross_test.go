@@ -17,6 +17,15 @@ import (
 // Merge refuses, naming the case. Never a different tree; never a clean
 // merge where git conflicts.
 func TestMergeCrissCrossMatchesGit(t *testing.T) {
+	t.Run("cached", func(t *testing.T) { crissCrossMatchesGit(t, 0) })
+	// With a cache too small to keep anything, the virtual base's trees and
+	// blobs, which are never written, are read from the merge's overlay.
+	t.Run("cold", func(t *testing.T) { crissCrossMatchesGit(t, 1) })
+}
+
+// crissCrossMatchesGit merges generated criss-cross histories with a
+// cache of cacheBytes (0: the default) and compares with git.
+func crissCrossMatchesGit(t *testing.T, cacheBytes int64) {
 	const n = 60
 	rnd := rand.New(rand.NewPCG(20251201, 2))
 	files := []string{"a.txt", "b.txt", "d/c.txt"}
@@ -97,6 +106,15 @@ func TestMergeCrissCrossMatchesGit(t *testing.T) {
 		)
 	}
 	f := newFixture(t)
+	if cacheBytes != 0 {
+		repos, err := NewReposWithOptions(f.root, Options{CacheBytes: cacheBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.repo, err = repos.Open(testRepo); err != nil {
+			t.Fatal(err)
+		}
+	}
 	shas := f.build(specs...)
 	var same, refusedInner, refusedOther, bothConflict int
 	for c := range n {
