@@ -79,10 +79,17 @@ func (h *Heads) HeadsOf(repo string, branches ...string) ([]string, error) {
 // it, so a ref file that is a link cannot lead out of the repository
 // either.
 func (h *Heads) open(repo string) (*os.Root, error) {
-	dir, err := h.repos.Resolve(repo)
+	// Verify is Resolve's check in a third of its system calls; the root
+	// is opened at the repository's path under the repos dir, which it
+	// checked.
+	err := h.repos.Verify(repo)
 	if errors.Is(err, repopath.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %w", validator.ErrNotFound, err)
 	}
+	if err != nil {
+		return nil, err
+	}
+	dir, err := h.repos.Path(repo)
 	if err != nil {
 		return nil, err
 	}

@@ -21,12 +21,17 @@ import (
 // errno, as os.ReadFile's (errors.Is(err, fs.ErrNotExist) holds for a
 // missing file; a directory fails its read with EISDIR).
 func ReadFile(name string, hint int) ([]byte, error) {
+	return AppendFile(make([]byte, 0, max(hint, 64)), name)
+}
+
+// AppendFile is ReadFile appending to b, for a caller that reuses its
+// buffers: the content is b[len(b):] of the result.
+func AppendFile(b []byte, name string) ([]byte, error) {
 	fd, err := open(name, unix.O_RDONLY, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer unix.Close(fd)
-	b := make([]byte, 0, max(hint, 64))
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]

@@ -45,9 +45,10 @@ func looseObjectPath(dir string, h plumbing.Hash) string {
 	return filepath.Join(dir, "objects", hex[:2], hex[2:])
 }
 
-// looseReadHint is the first buffer for a loose object's file: a W2 root
-// tree of 500 entries compresses to about 12 KB.
-const looseReadHint = 16 << 10
+// fileBuffers hold a loose object's file while it is inflated (the
+// content is copied out): 16 KB at first, as a W2 root tree of 500 entries
+// compresses to about 12 KB. A buffer grown past 1 MiB is not kept.
+var fileBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
 // copyBuffers are io.CopyBuffer's buffers for inflated content.
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
@@ -55,10 +56,17 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return 
 // readLoose reads and inflates the loose object file at path, which must
 // hold object h: fs.ErrNotExist wrapped when there is no such file.
 func readLoose(path string, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	b, err := ReadFile(path, looseReadHint)
+	fb := fileBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*fb) <= 1<<20 {
+			fileBuffers.Put(fb)
+		}
+	}()
+	b, err := AppendFile((*fb)[:0], path)
 	if err != nil {
 		return nil, err
 	}
+	*fb = b
 	zr, err := objfile.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("loose object %s: %w", h, err)
