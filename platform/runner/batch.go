@@ -83,26 +83,50 @@ func (r *Runner) handleBatch(ctx context.Context, d *delivery) (next *delivery) 
 	return next
 }
 
+// more returns a delivery already waiting, else, until *linger fires (it
+// is then set to nil), the next to arrive; nil when there is none or the
+// runner stops.
+func (r *Runner) more(linger **time.Timer) *delivery {
+	select {
+	case d := <-r.work:
+		return d
+	default:
+	}
+	if *linger == nil {
+		return nil
+	}
+	select {
+	case d := <-r.work:
+		return d
+	case <-(*linger).C:
+		*linger = nil
+	case <-r.quit:
+	}
+	return nil
+}
+
 // handleAll takes the message taken and everything already waiting (up
 // to Batch), looks them up in the inbox at once and hands the rest to
 // HandleBatch in one call. Like handleBatch it returns a message that
 // must wait for an earlier copy of its id; taken gets every other.
 func (r *Runner) handleAll(ctx context.Context, taken *[]*delivery) (next *delivery) {
 	msgs := []jetstream.Msg{(*taken)[0].m}
+	var linger *time.Timer
+	if r.cfg.BatchLinger > 0 {
+		linger = time.NewTimer(r.cfg.BatchLinger)
+		defer linger.Stop()
+	}
 	for len(msgs) < r.cfg.Batch && next == nil {
-		select {
-		case d := <-r.work:
-			if d.blocked() {
-				next = d
-				break
-			}
-			*taken = append(*taken, d)
-			msgs = append(msgs, d.m)
-			continue
-		case <-r.quit:
-		default:
+		d := r.more(&linger)
+		if d == nil {
+			break
 		}
-		break
+		if d.blocked() {
+			next = d
+			break
+		}
+		*taken = append(*taken, d)
+		msgs = append(msgs, d.m)
 	}
 	var units []*unit
 	for _, m := range msgs {

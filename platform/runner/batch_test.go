@@ -165,3 +165,53 @@ func TestBatchHandlerGetsWhatIsWaiting(t *testing.T) {
 		t.Errorf("events handled: got %d, want 12 (h-3 twice)", n)
 	}
 }
+
+// With BatchLinger a batch handler's worker waits for more messages: the
+// five published one after another, each after the worker has the ones
+// before, come in one call, handed over as soon as the batch is full.
+func TestBatchLingerWaitsForMore(t *testing.T) {
+	h := start(t, setup{workers: 1, batch: true, tune: func(cfg *runner.Config) {
+		cfg.Batch, cfg.BatchLinger = 5, time.Minute
+	}})
+	var last uint64
+	for i := range 5 {
+		last = h.publish(requested(t, fmt.Sprintf("l-%d", i), validRequest()))
+		h.waitFor("the event to be delivered", func() bool { return h.consumer().Delivered.Stream >= last })
+	}
+	h.settled(last)
+	if n := h.batches.Load(); n != 1 {
+		t.Errorf("batch handler calls: got %d, want 1 (all five together)", n)
+	}
+	if n := h.calls.Load(); n != 5 {
+		t.Errorf("events handled: got %d, want 5", n)
+	}
+}
+
+// A lingering worker hands a batch that does not fill over when the
+// linger ends, and a runner stopped while it lingers stops at once.
+func TestBatchLingerEnds(t *testing.T) {
+	h := start(t, setup{workers: 1, batch: true, tune: func(cfg *runner.Config) {
+		cfg.BatchLinger = 50 * time.Millisecond
+	}})
+	last := h.publish(requested(t, "e-0", validRequest()))
+	h.settled(last)
+	if n := h.committedEffects("e-0"); n != 1 {
+		t.Errorf("committed effects of e-0: got %d, want 1", n)
+	}
+
+	h = start(t, setup{workers: 1, batch: true, tune: func(cfg *runner.Config) {
+		cfg.BatchLinger = time.Hour
+	}})
+	last = h.publish(requested(t, "s-0", validRequest()))
+	h.waitFor("the event to be delivered", func() bool { return h.consumer().Delivered.Stream >= last })
+	stopped := make(chan struct{})
+	go func() { h.r.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop did not return while the worker lingered")
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("events handled: got %d, want 1 (the lingering batch is handed over on Stop)", n)
+	}
+}

@@ -72,8 +72,16 @@ type Config struct {
 	// in its own savepoint so that each outcome stays its own (a failing
 	// one is rolled back and retried alone). Default 64; 1 commits every
 	// message alone. Only what is already delivered is batched: a worker
-	// never waits for more messages.
+	// never waits for more messages (but see BatchLinger).
 	Batch int
+	// BatchLinger, for HandleBatch only, is how long a worker waits for
+	// more messages when fewer than Batch are waiting, before it hands the
+	// batch over: for a side effect with a large cost per call (a search
+	// index write persists a file per call), so that a call serves more
+	// messages. Zero, the default, never waits. The messages taken keep
+	// their AckWait running meanwhile; a copy of one of them that another
+	// worker holds waits at most this long more.
+	BatchLinger time.Duration
 	// BatchWindow bounds how long a worker keeps adding messages to a batch
 	// (their side effects run one after another before the commit), so
 	// that slow side effects are committed and acked promptly; default 5ms.

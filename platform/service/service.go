@@ -27,6 +27,9 @@ type Consumer struct {
 	// Workers overrides Options.Workers for this consumer; 1 handles
 	// messages in stream order (the ledger's projection reads best so).
 	Workers int
+	// BatchLinger is runner.Config.BatchLinger (HandleBatch only): how
+	// long a batch waits for more events before its one call.
+	BatchLinger time.Duration
 }
 
 // Spec describes a service.
@@ -105,6 +108,7 @@ func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Optio
 			Store:       s.DB,
 			Handle:      c.Handle,
 			HandleBatch: c.HandleBatch,
+			BatchLinger: c.BatchLinger,
 			Log:         log,
 			Step:        c.Step,
 			Backoff:     opts.Backoff,

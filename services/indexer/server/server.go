@@ -5,6 +5,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
@@ -80,12 +81,21 @@ func (s *Server) AwaitActive(ctx context.Context) error { return s.idx.Activate(
 // take the index's lock.
 func (s *Server) Ready() error { return s.idx.Ready() }
 
+// batchLinger: see Spec.
+const batchLinger = 15 * time.Millisecond
+
 // Spec is the indexer's consumer: a step consumer of notified events (it
 // gives up after MaxDeliver with retries_exhausted at INDEXING), handling
 // every event already delivered in one call and one index write. One
 // worker: the index has one writer anyway (bleve serialises writes), and
 // what arrives while it writes makes the next batch bigger instead of a
 // second, smaller write beside it.
+//
+// A batch waits up to batchLinger for more events: a bleve write costs
+// about 3 ms of CPU besides its documents' (a segment file persisted,
+// then merged), so batches twice as big halve that share. In a bench run
+// (W1, procs) the indexer's CPU fell by a sixth with 15 ms; a PR is
+// indexed that much later at most.
 func (s *Server) Spec() service.Spec {
 	return service.Spec{
 		Name: contracts.ServiceIndexer,
@@ -95,6 +105,7 @@ func (s *Server) Spec() service.Spec {
 			Step:        contracts.StateIndexing,
 			HandleBatch: s.x.OnNotifiedBatch,
 			Workers:     1,
+			BatchLinger: batchLinger,
 		}},
 	}
 }
