@@ -48,7 +48,7 @@ func (r *Runner) handleBatch(ctx context.Context, d *delivery) (next *delivery) 
 	var units []*unit
 	add := func(d *delivery) {
 		u := r.open(ctx, d.m)
-		if u == nil {
+		if u == nil || r.skip(ctx, u) {
 			return
 		}
 		seen, err := r.processed(ctx, d, u.env.Event.ID())
@@ -130,7 +130,7 @@ func (r *Runner) handleAll(ctx context.Context, taken *[]*delivery) (next *deliv
 	}
 	var units []*unit
 	for _, m := range msgs {
-		if u := r.open(ctx, m); u != nil {
+		if u := r.open(ctx, m); u != nil && !r.skip(ctx, u) {
 			units = append(units, u)
 		}
 	}
@@ -180,6 +180,16 @@ func (r *Runner) handleAll(ctx context.Context, taken *[]*delivery) (next *deliv
 		r.commit(ctx, done)
 	}
 	return next
+}
+
+// skip acks u if the consumer has no use for its event (Config.Skip).
+func (r *Runner) skip(ctx context.Context, u *unit) bool {
+	if r.cfg.Skip == nil || !r.cfg.Skip(u.env) {
+		return false
+	}
+	r.ack(ctx, u.m, u.log)
+	u.finish(OutcomeSkipped, nil)
+	return true
 }
 
 // dropSeen settles (acks) the units the inbox already holds and returns

@@ -74,6 +74,11 @@ type Config struct {
 	// message alone. Only what is already delivered is batched: a worker
 	// never waits for more messages (but see BatchLinger).
 	Batch int
+	// Skip, when set, names the events this consumer has no use for: they
+	// are acknowledged as they come, with no handler, no inbox row and no
+	// transaction. Only for events that change nothing whenever they are
+	// handled (a redelivery is skipped again).
+	Skip func(env contracts.Envelope) bool
 	// BatchLinger, for HandleBatch only, is how long a worker waits for
 	// more messages when fewer than Batch are waiting, before it hands the
 	// batch over: for a side effect with a large cost per call (a search

@@ -30,6 +30,7 @@ type Telemetry interface {
 const (
 	OutcomeAcked     = "acked"     // committed and acknowledged
 	OutcomeDuplicate = "duplicate" // the inbox had it: acknowledged, nothing done
+	OutcomeSkipped   = "skipped"   // Config.Skip: acknowledged, nothing done
 	OutcomeRetry     = "retry"     // failed: Nak'ed with backoff
 	OutcomeGaveUp    = "gave_up"   // last delivery: step_failed(retries_exhausted) committed instead
 	OutcomeCrashed   = "crashed"   // a test fault stopped it between commit and ack

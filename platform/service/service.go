@@ -27,6 +27,8 @@ type Consumer struct {
 	// Workers overrides Options.Workers for this consumer; 1 handles
 	// messages in stream order (the ledger's projection reads best so).
 	Workers int
+	// Skip is runner.Config.Skip: the events acknowledged unhandled.
+	Skip func(env contracts.Envelope) bool
 	// BatchLinger is runner.Config.BatchLinger (HandleBatch only): how
 	// long a batch waits for more events before its one call.
 	BatchLinger time.Duration
@@ -109,6 +111,7 @@ func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Optio
 			Handle:      c.Handle,
 			HandleBatch: c.HandleBatch,
 			BatchLinger: c.BatchLinger,
+			Skip:        c.Skip,
 			Log:         log,
 			Step:        c.Step,
 			Backoff:     opts.Backoff,

@@ -95,3 +95,16 @@ func (l Lock) release() Lock {
 	l.Holder = ""
 	return l
 }
+
+// Inert reports whether env, an event of the lock consumer, changes no
+// lock whenever it is applied: a validated that is not a replay. Such an
+// event comes from the validator's own decision, in the transaction that
+// took the lock for its run at its attempt or found it so (Decide, Take);
+// from then on the lock is another run's, or its run's at that attempt or
+// a later one — a run's attempts only grow — and After leaves it as it is.
+// Only a replayed validated (a retry at MERGING) moves a lock. The lock
+// consumer acknowledges inert events without a transaction.
+func Inert(env contracts.Envelope) bool {
+	_, ok := env.Payload.(*contracts.Validated)
+	return ok && env.Meta.ReplayOf == ""
+}

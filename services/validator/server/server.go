@@ -126,6 +126,7 @@ func (s *Server) Spec() service.Spec {
 				},
 			},
 			Handle: s.v.OnLockEvent,
+			Skip:   validator.Inert,
 		}},
 	}
 }
