@@ -149,11 +149,15 @@ func (t *Tx) SaveSaga(prev, next contracts.Row) error {
 			next.PRID, next.Repo, next.CorrelationID, next.State, next.FailedStep, next.LastError, next.TimedOut,
 			next.Attempts, next.MergeSHA, next.Merged, micros(next.CreatedAt), micros(next.UpdatedAt))
 	} else {
-		res, err = t.tx.ExecContext(ctx, `UPDATE pr_saga SET repo = ?, correlation_id = ?, state = ?,
+		// repo is not set: the pr_id names it (contracts checks that every
+		// event's repo matches its pr_id), and SQLite rewrites an index
+		// entry of every indexed column a SET names, changed or not —
+		// idx_saga_repo on every transition.
+		res, err = t.tx.ExecContext(ctx, `UPDATE pr_saga SET correlation_id = ?, state = ?,
 			failed_step = ?, last_error = ?, timed_out = ?, attempts = ?, merge_sha = ?, merged = ?,
 			created_at = ?, updated_at = ?, version = version + 1
 			WHERE pr_id = ? AND version = ?`,
-			next.Repo, next.CorrelationID, next.State, next.FailedStep, next.LastError, next.TimedOut,
+			next.CorrelationID, next.State, next.FailedStep, next.LastError, next.TimedOut,
 			next.Attempts, next.MergeSHA, next.Merged, micros(next.CreatedAt), micros(next.UpdatedAt),
 			prev.PRID, prev.Version)
 	}
