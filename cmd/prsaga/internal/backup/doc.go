@@ -5,9 +5,10 @@
 // (design §7, docs/operating.md "Backup and restore").
 //
 // Why the copy is consistent without stopping anything: a consumer acks a
-// message only after the transaction that applied it committed, so the
-// ack floor of each durable consumer read before the databases are copied
-// is at most what the copies applied. Restore resets each consumer to its
+// message only after the transaction that applied it committed (or, for an
+// event it skips — design §4 — having nothing to apply), so the ack floor
+// of each durable consumer read before the databases are copied is at
+// most what the copies applied. Restore resets each consumer to its
 // floor + 1: the messages between the floor and what the copy applied are
 // delivered again and dropped by the inbox (it is in the same copy), the
 // ones after are handled as new. The index is copied after the indexer's
