@@ -185,7 +185,7 @@ func TestNATSClusterPermissions(t *testing.T) {
 	}{
 		{"validator", []bus.ConsumerSpec{
 			{Durable: contracts.ConsumerValidator, Subjects: []string{contracts.SubjectMergeRequested}, GiveUp: true},
-			{Durable: contracts.ConsumerValidatorLock, Subjects: []string{contracts.SubjectMerged, contracts.SubjectIndexed, contracts.SubjectStepFailed, contracts.SubjectTimedOut}},
+			{Durable: contracts.ConsumerValidatorLock, Subjects: []string{contracts.SubjectMergeValidated, contracts.SubjectMerged, contracts.SubjectStepFailed, contracts.SubjectTimedOut}},
 		}, []string{contracts.SubjectMergeValidated, contracts.SubjectStepFailed, contracts.DLQSubject(contracts.ConsumerValidator)},
 			[]string{contracts.SubjectMerged, contracts.SubjectMergeRequested, contracts.SubjectStateChanged}},
 		{"merger", []bus.ConsumerSpec{{Durable: contracts.ConsumerMerger, Subjects: []string{contracts.SubjectMergeValidated}, GiveUp: true}},

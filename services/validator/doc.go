@@ -5,9 +5,9 @@
 // not.
 //
 // It also holds the one-run-per-PR lock of design §4: a PR's lock is taken by
-// the run it validates and released only by that run's indexed event or its
-// failure at VALIDATING or MERGING; a merged event marks the PR merged for
-// good. The lock follows the holder's current attempt, whichever step it is
+// the run it validates and released only by the PR's merged event (which
+// also marks the PR merged for good) or the run's failure at VALIDATING or
+// MERGING. The lock follows the holder's current attempt, whichever step it is
 // in: a retry's replay (validated, for a retry at MERGING, which never
 // passes the validator's decision) moves it to the new attempt, and only a
 // failure of that attempt releases it — a slow step of an older attempt that

@@ -115,7 +115,7 @@ func (v *Validator) readState(tx Tx, f *Facts) error {
 	return err
 }
 
-// OnLockEvent applies validated, merged, indexed, step_failed and timed_out
+// OnLockEvent applies validated, merged, step_failed and timed_out
 // to the PR's lock (Lock.After has the rules).
 func (v *Validator) OnLockEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
 	prID := env.Req().PRID

@@ -49,8 +49,10 @@ func (l Lock) Take(run string, attempt int) (Lock, bool) {
 //   - a replayed validated (a retry at MERGING) takes a free lock, unless
 //     the lock was released by that attempt or a later one: the merge is
 //     running again and no other run may be validated beside it;
-//   - merged marks the PR merged for good (whichever run merged it);
-//   - the holder's indexed releases the lock;
+//   - merged marks the PR merged for good (whichever run merged it) and
+//     frees the lock: Decide answers already_merged before it looks at a
+//     holder, so no run can be validated again and nothing need wait for
+//     the run's last step;
 //   - the holder's step_failed at VALIDATING or MERGING releases it, unless
 //     it is of an attempt older than the lock's current attempt, or it is an
 //     in_progress / already_merged answer (those answer another request;
@@ -70,11 +72,8 @@ func (l Lock) After(env contracts.Envelope) (Lock, bool) {
 			return l, true
 		}
 	case *contracts.Merged:
-		if !l.Merged {
-			l.Merged, changed = true, true
-		}
-	case *contracts.Indexed:
-		if l.Holder == run {
+		if !l.Merged || l.Held() {
+			l.Merged = true
 			return l.release(), true
 		}
 	case *contracts.StepFailed:

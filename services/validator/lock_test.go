@@ -32,6 +32,7 @@ func TestLockAfter(t *testing.T) {
 	never := validator.Lock{}
 	merged := validator.Lock{Merged: true}
 	heldMerged := validator.Lock{Holder: run, Attempt: 2, Merged: true}
+	freeMerged := validator.Lock{Attempt: 2, Merged: true}
 	for _, tc := range []struct {
 		name    string
 		lock    validator.Lock
@@ -39,9 +40,6 @@ func TestLockAfter(t *testing.T) {
 		want    validator.Lock
 		changed bool
 	}{
-		{"holder indexed releases", held, envelope(run, 2, &contracts.Indexed{}), free, true},
-		{"holder indexed of an older attempt still releases (the run is done)", held, envelope(run, 1, &contracts.Indexed{}), free, true},
-		{"other run's indexed keeps", held, envelope(other, 2, &contracts.Indexed{}), held, false},
 		{"holder failed validating releases", held, envelope(run, 2, failed(contracts.StateValidating, contracts.CodeChecksFailed)), free, true},
 		{"holder failed merging in a later attempt releases", held, envelope(run, 3, failed(contracts.StateMerging, contracts.CodeConflict)), validator.Lock{Attempt: 3}, true},
 		{"holder failed notifying keeps", held, envelope(run, 2, failed(contracts.StateNotifying, contracts.CodeWebhookFailed)), held, false},
@@ -51,10 +49,12 @@ func TestLockAfter(t *testing.T) {
 		{"in_progress answer keeps", held, envelope(run, 2, failed(contracts.StateValidating, contracts.CodeInProgress)), held, false},
 		{"already_merged answer keeps", heldMerged, envelope(run, 2, failed(contracts.StateValidating, contracts.CodeAlreadyMerged)), heldMerged, false},
 		{"timed out keeps", held, envelope(run, 2, &contracts.TimedOut{Step: contracts.StateMerging}), held, false},
-		{"merged marks merged", held, envelope(run, 2, &contracts.Merged{}), heldMerged, true},
+		{"merged marks merged and frees the lock", held, envelope(run, 2, &contracts.Merged{}), freeMerged, true},
+		{"merged of an older attempt frees it too (the PR is merged)", held, envelope(run, 1, &contracts.Merged{}), freeMerged, true},
+		{"merged of another run frees the holder's lock", held, envelope(other, 1, &contracts.Merged{}), freeMerged, true},
+		{"merged again frees a lock a replay took after the merge", heldMerged, envelope(run, 2, &contracts.Merged{}), freeMerged, true},
 		{"merged of another run marks merged", never, envelope(other, 1, &contracts.Merged{}), merged, true},
 		{"merged again changes nothing", merged, envelope(run, 1, &contracts.Merged{}), merged, false},
-		{"indexed after merged keeps merged", heldMerged, envelope(run, 2, &contracts.Indexed{}), validator.Lock{Attempt: 2, Merged: true}, true},
 		{"validated changes nothing", held, envelope(run, 2, &contracts.Validated{}), held, false},
 		// The lock follows the run's current attempt (issue 14 item 3).
 		{"holder's replayed validated moves the lock to its attempt", held, replay(run, 3, &contracts.Validated{}), validator.Lock{Holder: run, Attempt: 3}, true},
@@ -146,8 +146,8 @@ func TestInertEventsChangeNoLock(t *testing.T) {
 				lock, _ = lock.After(replay(r, a, &contracts.Validated{}))
 			case 3:
 				lock, _ = lock.After(envelope(r, old, &contracts.Merged{}))
-			case 4:
-				lock, _ = lock.After(envelope(r, old, &contracts.Indexed{}))
+			case 4: // another request's refusal, answered with its run
+				lock, _ = lock.After(envelope(r, old, failed(contracts.StateValidating, contracts.CodeInProgress)))
 			case 5:
 				st := []contracts.State{contracts.StateValidating, contracts.StateMerging, contracts.StateNotifying}[rng.IntN(3)]
 				lock, _ = lock.After(envelope(r, old, failed(st, contracts.CodeConflict)))

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -46,7 +45,7 @@ func (h *Heads) HeadsOf(repo string, branches ...string) ([]string, error) {
 	if err := repopath.Check(repo); err != nil {
 		return nil, fmt.Errorf("read head: %w", err)
 	}
-	var root *os.Root
+	var root *gitrefs.Dir
 	defer func() {
 		if root != nil {
 			root.Close()
@@ -63,7 +62,7 @@ func (h *Heads) HeadsOf(repo string, branches ...string) ([]string, error) {
 				return nil, err
 			}
 		}
-		sha, err := resolve(root.FS(), "refs/heads/"+branch, 0)
+		sha, err := resolve(root, "refs/heads/"+branch, 0)
 		if errors.Is(err, errNoRef) {
 			return nil, fmt.Errorf("branch %s of repository %s: %w", branch, repo, validator.ErrNotFound)
 		}
@@ -75,10 +74,10 @@ func (h *Heads) HeadsOf(repo string, branches ...string) ([]string, error) {
 	return shas, nil
 }
 
-// open looks repo up and opens it as an os.Root: the refs are read through
-// it, so a ref file that is a link cannot lead out of the repository
-// either.
-func (h *Heads) open(repo string) (*os.Root, error) {
+// open looks repo up and opens it as a gitrefs.Dir: the refs are read
+// through it, so a ref file that is a link cannot lead out of the
+// repository either.
+func (h *Heads) open(repo string) (*gitrefs.Dir, error) {
 	// Verify is Resolve's check in a third of its system calls; the root
 	// is opened at the repository's path under the repos dir, which it
 	// checked.
@@ -93,7 +92,7 @@ func (h *Heads) open(repo string) (*os.Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := gitrefs.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("repository %s: %w", repo, err)
 	}

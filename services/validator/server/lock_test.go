@@ -152,7 +152,7 @@ func TestEveryRefusalCode(t *testing.T) {
 
 // TestLockAcrossRuns follows design §4 "One run per PR" across runs: a
 // second request while a run is in flight is refused and does not disturb
-// it; only the holder's indexed or its failure at VALIDATING or MERGING
+// it; only the PR's merged or the holder's failure at VALIDATING or MERGING
 // releases the lock (a timeout, a later step's failure or a stale attempt's
 // failure never does); after such a failure a new request starts a new run
 // and validates.
@@ -197,8 +197,8 @@ func TestLockAcrossRuns(t *testing.T) {
 			contracts.StepFailed{Request: req, Step: contracts.StateMerging, Code: contracts.CodeRetriesExhausted, Reason: "late"}},
 		{"failed at NOTIFYING", contracts.TypeStepFailed, contracts.ServiceNotifier, 2,
 			contracts.StepFailed{Request: req, Step: contracts.StateNotifying, Code: contracts.CodeWebhookFailed, Reason: "down"}},
-		{"another run's indexed", contracts.TypeIndexed, contracts.ServiceIndexer, 1,
-			contracts.Indexed{Request: req, MergeSHA: strings.Repeat("ef", 20), Documents: 1}},
+		{"another run's refusal", contracts.TypeStepFailed, contracts.ServiceValidator, 1,
+			contracts.StepFailed{Request: req, Step: contracts.StateValidating, Code: contracts.CodeInProgress, Reason: "in flight"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := a

@@ -121,7 +121,7 @@ func (s *Server) Spec() service.Spec {
 			Spec: bus.ConsumerSpec{
 				Durable: contracts.ConsumerValidatorLock,
 				Subjects: []string{
-					contracts.SubjectMergeValidated, contracts.SubjectMerged, contracts.SubjectIndexed,
+					contracts.SubjectMergeValidated, contracts.SubjectMerged,
 					contracts.SubjectStepFailed, contracts.SubjectTimedOut,
 				},
 			},

@@ -360,23 +360,13 @@ func TestValidatorComponent(t *testing.T) {
 		t.Fatalf("lock after in_progress and timed_out = %+v, want still held by %s", l, r1)
 	}
 
-	// Run 1's indexed releases the lock; a new run then validates.
-	h.follow(contracts.TypeIndexed, contracts.ServiceIndexer, 1, r1, 1, contracts.Indexed{
-		Request: v.Request, MergeSHA: strings.Repeat("ab", 20), Documents: 1,
-	})
-	h.waitLock(1, "released", func(l validator.Lock) bool { return !l.Held() })
-	r1c := h.request(1, "feature/one", "main", one, "merge")
-	h.out.validated(r1c)
-	if l := h.lock(1); l.Holder != r1c {
-		t.Errorf("lock after the new run validated = %+v, want held by %s", l, r1c)
-	}
-
-	// Its merged event marks the PR merged for good: later requests are
-	// answered already_merged.
-	h.follow(contracts.TypeMerged, contracts.ServiceMerger, 1, r1c, 1, contracts.Merged{
+	// Run 1's merged marks the PR merged for good and ends the lock (design
+	// §4: nothing waits for the run's indexed): later requests are answered
+	// already_merged.
+	h.follow(contracts.TypeMerged, contracts.ServiceMerger, 1, r1, 1, contracts.Merged{
 		Request: v.Request, BaseSHA: base, MergeSHA: strings.Repeat("cd", 20),
 	})
-	h.waitLock(1, "merged", func(l validator.Lock) bool { return l.Merged })
+	h.waitLock(1, "merged and released", func(l validator.Lock) bool { return l.Merged && !l.Held() })
 	h.out.failed(h.request(1, "feature/one", "main", one, "merge"), contracts.CodeAlreadyMerged)
 
 	// Run 2's own checks_failed has released nothing it did not hold, and
