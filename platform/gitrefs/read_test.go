@@ -130,15 +130,12 @@ func TestDirConfinedAsOsRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	root, err := os.OpenRoot(git)
-	if err != nil {
+	root, rerr := os.OpenRoot(git)
+	d, derr := gitrefs.OpenDir(git)
+	if err := errors.Join(rerr, derr); err != nil {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	d, err := gitrefs.OpenDir(git)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer d.Close()
 
 	read := 0
