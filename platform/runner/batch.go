@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,6 +84,10 @@ func (r *Runner) handleBatch(ctx context.Context, d *delivery) (next *delivery) 
 	return next
 }
 
+// lingerHook, when set (by a test), is called each time a worker starts
+// waiting for more of its batch.
+var lingerHook atomic.Pointer[func()]
+
 // more returns a delivery already waiting, else, until *linger fires (it
 // is then set to nil), the next to arrive; nil when there is none or the
 // runner stops.
@@ -94,6 +99,9 @@ func (r *Runner) more(linger **time.Timer) *delivery {
 	}
 	if *linger == nil {
 		return nil
+	}
+	if hook := lingerHook.Load(); hook != nil {
+		(*hook)()
 	}
 	select {
 	case d := <-r.work:

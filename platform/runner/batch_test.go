@@ -200,11 +200,18 @@ func TestBatchLingerEnds(t *testing.T) {
 		t.Errorf("committed effects of e-0: got %d, want 1", n)
 	}
 
+	lingering := make(chan struct{})
+	var once sync.Once
+	defer runner.OnLinger(func() { once.Do(func() { close(lingering) }) })()
 	h = start(t, setup{workers: 1, batch: true, tune: func(cfg *runner.Config) {
 		cfg.BatchLinger = time.Hour
 	}})
-	last = h.publish(requested(t, "s-0", validRequest()))
-	h.waitFor("the event to be delivered", func() bool { return h.consumer().Delivered.Stream >= last })
+	h.publish(requested(t, "s-0", validRequest()))
+	select { // the worker holds the event and waits for more
+	case <-lingering:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker never lingered")
+	}
 	stopped := make(chan struct{})
 	go func() { h.r.Stop(); close(stopped) }()
 	select {
