@@ -65,12 +65,16 @@ type renameSide struct {
 }
 
 // findInexactRenames adds the inexact renames beyond doubt to m.fixes.
-func (m *treeMerge) findInexactRenames(base plumbing.Hash, sides []renameSide) error {
+func (m *treeMerge) findInexactRenames(base plumbing.Hash, sl *sideLists) error {
 	if set, err := m.r.renameConfig(); err != nil || set {
 		return err
 	}
 	sims := &simCache{r: m.r, chunks: map[plumbing.Hash]map[string]int{}, sizes: map[plumbing.Hash]int64{}}
-	for _, s := range sides {
+	for _, ours := range []bool{true, false} {
+		s, err := sl.side(ours)
+		if err != nil {
+			return err
+		}
 		if len(s.del) == 0 || len(s.add) == 0 {
 			continue // no pair: W2's target side adds hundreds of files and deletes none
 		}

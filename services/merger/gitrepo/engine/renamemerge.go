@@ -33,20 +33,16 @@ type renameFix struct {
 // findExactRenames fills m.fixes (by path) and m.fixDirs (the directories
 // above a new name, which the tree merge must open).
 func (m *treeMerge) findExactRenames(base, ours, theirs plumbing.Hash) error {
-	delOurs, addOurs, err := m.r.sideChanges(m.ctx, base, ours)
+	sl, err := m.r.sideLists(m.ctx, base, ours, theirs)
 	if err != nil {
 		return err
 	}
-	delTheirs, addTheirs, err := m.r.sideChanges(m.ctx, base, theirs)
-	if err != nil {
-		return err
-	}
-	m.sides = &sideLists{delOurs, addOurs, delTheirs, addTheirs}
-	for _, s := range []struct {
-		del, add []pathEntry
-		other    plumbing.Hash
-		ours     bool // the renaming side is ours
-	}{{delOurs, addOurs, theirs, true}, {delTheirs, addTheirs, ours, false}} {
+	m.sides = sl
+	for _, ours := range []bool{true, false} {
+		s, err := sl.side(ours)
+		if err != nil {
+			return err
+		}
 		if len(s.del) == 0 || len(s.add) == 0 {
 			continue
 		}
@@ -110,12 +106,7 @@ func (m *treeMerge) findExactRenames(base, ours, theirs plumbing.Hash) error {
 			}
 		}
 	}
-	return m.findInexactRenames(base, []renameSide{{delOurs, addOurs, theirs, true}, {delTheirs, addTheirs, ours, false}})
-}
-
-// sideLists are the files each side deleted and added, computed once.
-type sideLists struct {
-	delOurs, addOurs, delTheirs, addTheirs []pathEntry
+	return m.findInexactRenames(base, sl)
 }
 
 // dirsOrAbsent reports whether, in each tree, every directory above p is

@@ -22,19 +22,23 @@ const (
 
 // nameRenames rewrites the reasons of modify/delete conflicts whose
 // deleting side added a file git could pair with the deleted one.
-func (m *treeMerge) nameRenames(base plumbing.Hash, addedByOurs, addedByTheirs []pathEntry) error {
+func (m *treeMerge) nameRenames(base plumbing.Hash, sl *sideLists) error {
 	sizes := map[plumbing.Hash]int64{}
 	for i := range m.conflicts {
 		c := &m.conflicts[i]
-		var added []pathEntry
+		var ours bool
 		var who string
 		switch c.why {
 		case whyDeletedByOurs:
-			added, who = addedByOurs, "the target"
+			ours, who = true, "the target"
 		case whyDeletedByTheirs:
-			added, who = addedByTheirs, "the PR"
+			ours, who = false, "the PR"
 		default:
 			continue
+		}
+		added, err := sl.added(ours)
+		if err != nil {
+			return err
 		}
 		if len(added) > maxRenamePairs/len(m.conflicts) {
 			continue

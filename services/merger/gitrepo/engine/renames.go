@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -29,24 +30,34 @@ const maxRenamePairs = 1 << 20
 
 func (m *treeMerge) checkRenames(base, ours, theirs plumbing.Hash) error {
 	sl := m.sides // computed by findExactRenames
-	delOurs, addOurs, delTheirs, addTheirs := sl.delOurs, sl.addOurs, sl.delTheirs, sl.addTheirs
-	if err := m.nameRenames(base, addOurs, addTheirs); err != nil {
+	if err := m.nameRenames(base, sl); err != nil {
 		return err
 	}
 	// Deleted on both sides — including inside subtrees both sides changed
 	// alike, which the tree merge never opens.
 	deletedByTheirs := map[string]bool{}
-	for _, d := range delTheirs {
+	for _, d := range sl.del[1] {
 		deletedByTheirs[d.path] = true
 	}
 	var deleted []pathEntry
-	for _, d := range delOurs {
+	for _, d := range sl.del[0] {
 		if deletedByTheirs[d.path] {
 			deleted = append(deleted, d)
 		}
 	}
-	added := append(addOurs, addTheirs...)
-	if len(deleted) == 0 || len(added) == 0 {
+	if len(deleted) == 0 {
+		return nil
+	}
+	addOurs, err := sl.added(true)
+	if err != nil {
+		return err
+	}
+	addTheirs, err := sl.added(false)
+	if err != nil {
+		return err
+	}
+	added := slices.Concat(addOurs, addTheirs)
+	if len(added) == 0 {
 		return nil
 	}
 	if len(deleted)*len(added) > maxRenamePairs {
@@ -71,22 +82,110 @@ func (m *treeMerge) checkRenames(base, ours, theirs plumbing.Hash) error {
 	return nil
 }
 
-// sideChanges lists the files one side deleted (with their base versions)
-// and added, relative to the base.
-func (r *repo) sideChanges(ctx context.Context, base, side plumbing.Hash) (deleted []pathEntry, added []pathEntry, err error) {
-	err = r.diffTrees(ctx, base, side, func(p string, from, to entry) bool {
-		switch {
-		case from.present() && !to.present():
-			deleted = append(deleted, pathEntry{p, from})
-		case !from.present() && to.present():
-			added = append(added, pathEntry{p, to})
+// sideLists are the files each side (0 ours, 1 theirs) deleted, with
+// their base versions, and — asked for only when a side deleted something
+// or a conflict names its deletion, and then computed once — the files it
+// added. A side that deleted nothing pairs nothing: W2's target adds a file
+// per merged PR and deletes none, and listing its additions was the cost of
+// a merge that grew with the target's root tree.
+type sideLists struct {
+	ctx       context.Context
+	r         *repo
+	base      plumbing.Hash
+	tree      [2]plumbing.Hash
+	del, add  [2][]pathEntry
+	addListed [2]bool
+}
+
+func (r *repo) sideLists(ctx context.Context, base, ours, theirs plumbing.Hash) (*sideLists, error) {
+	sl := &sideLists{ctx: ctx, r: r, base: base, tree: [2]plumbing.Hash{ours, theirs}}
+	for i, tree := range sl.tree {
+		if err := r.deletedFiles(ctx, "", base, tree, &sl.del[i]); err != nil {
+			return nil, fmt.Errorf("rename check: %w", err)
 		}
-		return true
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("rename check: %w", err)
 	}
-	return deleted, added, nil
+	return sl, nil
+}
+
+// added returns the files ours (or theirs) added, relative to the base.
+func (sl *sideLists) added(ours bool) ([]pathEntry, error) {
+	i := sideIndex(ours)
+	if !sl.addListed[i] {
+		err := sl.r.diffTrees(sl.ctx, sl.base, sl.tree[i], func(p string, from, to entry) bool {
+			if !from.present() && to.present() {
+				sl.add[i] = append(sl.add[i], pathEntry{p, to})
+			}
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("rename check: %w", err)
+		}
+		sl.addListed[i] = true
+	}
+	return sl.add[i], nil
+}
+
+// side is one side's deletions, its additions when it deleted anything,
+// and the other side's tree.
+func (sl *sideLists) side(ours bool) (renameSide, error) {
+	i := sideIndex(ours)
+	s := renameSide{del: sl.del[i], other: sl.tree[1-i], ours: ours}
+	if len(s.del) > 0 {
+		var err error
+		if s.add, err = sl.added(ours); err != nil {
+			return renameSide{}, err
+		}
+	}
+	return s, nil
+}
+
+func sideIndex(ours bool) int {
+	if ours {
+		return 0
+	}
+	return 1
+}
+
+// deletedFiles appends to out the files of tree a (with their entries)
+// that tree b does not have, or has a directory in place of, below dir:
+// the deletions diffTrees reports from a to b, in the same order, from a
+// walk of a's entries alone (b's other entries can only be additions).
+func (r *repo) deletedFiles(ctx context.Context, dir string, a, b plumbing.Hash, out *[]pathEntry) error {
+	if a == b || a.IsZero() {
+		return nil
+	}
+	if err := canceled(ctx, "a tree diff"); err != nil {
+		return err
+	}
+	ta, err := r.readParsed(a)
+	if err != nil {
+		return err
+	}
+	tb, err := r.readParsed(b)
+	if err != nil {
+		return err
+	}
+	for i, name := range ta.names {
+		ea, eb := ta.ents[i], tb.byName[name]
+		if ea == eb {
+			continue
+		}
+		p := joinPath(dir, name)
+		if ea.isDir() {
+			var sub plumbing.Hash
+			if eb.isDir() {
+				sub = eb.hash
+			}
+			if err := r.deletedFiles(ctx, p, ea.hash, sub, out); err != nil {
+				return err
+			}
+			continue
+		}
+		if !eb.present() || eb.isDir() {
+			*out = append(*out, pathEntry{p, ea})
+		}
+	}
+	return nil
 }
 
 // maybeRename reports whether git could pair deleted file d with added
