@@ -66,9 +66,6 @@ type renameSide struct {
 
 // findInexactRenames adds the inexact renames beyond doubt to m.fixes.
 func (m *treeMerge) findInexactRenames(base plumbing.Hash, sl *sideLists) error {
-	if set, err := m.r.renameConfig(); err != nil || set {
-		return err
-	}
 	sims := &simCache{r: m.r, chunks: map[plumbing.Hash]map[string]int{}, sizes: map[plumbing.Hash]int64{}}
 	for _, ours := range []bool{true, false} {
 		s, err := sl.side(ours)
@@ -81,6 +78,11 @@ func (m *treeMerge) findInexactRenames(base plumbing.Hash, sl *sideLists) error 
 		del, add := inexactCandidates(s.del, s.add)
 		if len(del) == 0 || len(add) == 0 || len(del) > maxRenameSide || len(add) > maxRenameSide {
 			continue
+		}
+		// Asked only now: the config is a file read per merge, and most
+		// merges have no candidates.
+		if set, err := m.r.renameConfig(); err != nil || set {
+			return err
 		}
 		for _, d := range del {
 			if _, fixed := m.fixes[d.path]; fixed || !d.e.isRegular() {
