@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -48,15 +47,14 @@ func (m *treeMerge) checkRenames(base, ours, theirs plumbing.Hash) error {
 	if len(deleted) == 0 {
 		return nil
 	}
-	addOurs, err := sl.added(true)
-	if err != nil {
-		return err
+	var added []pathEntry
+	for _, ours := range []bool{true, false} {
+		add, err := sl.added(ours)
+		if err != nil {
+			return err
+		}
+		added = append(added, add...)
 	}
-	addTheirs, err := sl.added(false)
-	if err != nil {
-		return err
-	}
-	added := slices.Concat(addOurs, addTheirs)
 	if len(added) == 0 {
 		return nil
 	}
@@ -154,14 +152,7 @@ func (r *repo) deletedFiles(ctx context.Context, dir string, a, b plumbing.Hash,
 	if a == b || a.IsZero() {
 		return nil
 	}
-	if err := canceled(ctx, "a tree diff"); err != nil {
-		return err
-	}
-	ta, err := r.readParsed(a)
-	if err != nil {
-		return err
-	}
-	tb, err := r.readParsed(b)
+	ta, tb, err := r.readPair(ctx, a, b)
 	if err != nil {
 		return err
 	}

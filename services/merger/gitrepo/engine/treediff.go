@@ -184,14 +184,7 @@ func (r *repo) diffDir(ctx context.Context, dir string, a, b plumbing.Hash, fn f
 	if a == b {
 		return nil
 	}
-	if err := canceled(ctx, "a tree diff"); err != nil {
-		return err
-	}
-	ta, err := r.readParsed(a)
-	if err != nil {
-		return err
-	}
-	tb, err := r.readParsed(b)
+	ta, tb, err := r.readPair(ctx, a, b)
 	if err != nil {
 		return err
 	}
@@ -218,6 +211,18 @@ func (r *repo) diffDir(ctx context.Context, dir string, a, b plumbing.Hash, fn f
 		}
 		return nil
 	})
+}
+
+// readPair reads the two trees a step of a tree diff compares, once ctx
+// allows it.
+func (r *repo) readPair(ctx context.Context, a, b plumbing.Hash) (ta, tb *parsedTree, err error) {
+	if err := canceled(ctx, "a tree diff"); err != nil {
+		return nil, nil, err
+	}
+	if ta, err = r.readParsed(a); err == nil {
+		tb, err = r.readParsed(b)
+	}
+	return ta, tb, err
 }
 
 // changedPaths lists the files that differ between two trees, sorted, at
