@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +58,7 @@ func TestCLIHelpOfClientVerbs(t *testing.T) {
 // dlq --help prints help and connects to nothing (nothing listens on the
 // NATS URL given: a connection attempt would fail, not print help).
 func TestDLQHelpDoesNotConnect(t *testing.T) {
-	dead := deadAddr(t)
+	dead := freeAddr(t)
 	began := time.Now()
 	code, _, errs := runCLIEnv(t, map[string]string{"PRSAGA_NATS_URL": "nats://" + dead}, "dlq", "--help")
 	if code != exitOK || !strings.Contains(errs, "redrive") || !strings.Contains(errs, "-consumer") || strings.Contains(errs, "connect") {
@@ -87,7 +86,7 @@ func TestMergeValidationNamesFlags(t *testing.T) {
 }
 
 func TestRefusedConnectionSaysWhatToDo(t *testing.T) {
-	dead := deadAddr(t)
+	dead := freeAddr(t)
 	code, _, errs := runCLIEnv(t, map[string]string{"PRSAGA_API_URL": "http://" + dead}, "status", "acme/widgets#1")
 	if code != exitFailed || !strings.Contains(errs, "is `prsaga dev` running? set --api / PRSAGA_API_URL") {
 		t.Fatalf("status with nothing listening = %d:\n%s", code, errs)
@@ -97,24 +96,13 @@ func TestRefusedConnectionSaysWhatToDo(t *testing.T) {
 	}
 }
 
-// deadAddr is a loopback address where nothing listens.
-func deadAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // `prsaga dev` on ports of its own choosing: the client verbs and dlq
 // find it through its data directory; a second dev on its port is told at
 // once; a PR whose work was already in main says so; status suggests the
 // retry that will work; trace takes a PR id.
 func TestDevRecordsWhereItListens(t *testing.T) {
 	dir := t.TempDir()
-	httpAddr, natsAddr := deadAddr(t), deadAddr(t)
+	httpAddr, natsAddr := freeAddr(t), freeAddr(t)
 	env := map[string]string{"PRSAGA_DATA_DIR": dir}
 	getenv := func(k string) string { return env[k] }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -162,7 +150,7 @@ func TestDevRecordsWhereItListens(t *testing.T) {
 
 	// A second dev on the same port says so at once.
 	began := time.Now()
-	code, _, errs := runCLIEnv(t, map[string]string{"PRSAGA_DATA_DIR": t.TempDir()}, "dev", "--quiet", "--http", httpAddr, "--nats-listen", deadAddr(t))
+	code, _, errs := runCLIEnv(t, map[string]string{"PRSAGA_DATA_DIR": t.TempDir()}, "dev", "--quiet", "--http", httpAddr, "--nats-listen", freeAddr(t))
 	if code != exitFailed || !strings.Contains(errs, httpAddr+" is already in use") || !strings.Contains(errs, "PRSAGA_HTTP_ADDR") {
 		t.Errorf("second dev = %d:\n%s", code, errs)
 	}

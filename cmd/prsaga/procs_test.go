@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/platform/freeport"
 )
 
 // The one harness of the tests that run prsaga as child processes: how a
@@ -118,14 +120,14 @@ func logTail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// freeAddr is a loopback address for a child process to listen on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // procGroup owns the test's child processes: each is started with its

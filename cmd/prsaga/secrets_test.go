@@ -56,12 +56,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
 	defer up.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0") // a port nobody answers on once closed
-	if err != nil {
-		t.Fatal(err)
-	}
-	downAddr := ln.Addr().String()
-	ln.Close()
+	downAddr := freeAddr(t) // a port nobody answers on
 	pathUp, pathDown, query := "/hooks/"+secretHex(t), "/hooks/"+secretHex(t), "token="+secretHex(t)
 	secretUp, secretDown := "s-"+secretHex(t), "s-"+secretHex(t)
 	needles := []string{pathUp, pathDown, strings.TrimPrefix(pathUp, "/hooks/"), strings.TrimPrefix(pathDown, "/hooks/"),

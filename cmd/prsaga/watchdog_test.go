@@ -78,7 +78,7 @@ func TestWatchdogOnce(t *testing.T) {
 		t.Fatalf("%d timed_out events on the stream, want 1", len(evs))
 	}
 
-	dead := append([]string{"watchdog", "--once", "--data", cfg.DataDir, "--nats-url", "nats://" + deadAddr(t)}, tuning...)
+	dead := append([]string{"watchdog", "--once", "--data", cfg.DataDir, "--nats-url", "nats://" + freeAddr(t)}, tuning...)
 	if code, _, errOut := runCLI(t, dead...); code != exitFailed || !strings.Contains(errOut, "prsaga watchdog:") {
 		t.Fatalf("without its NATS server: exit %d %s, want 1 with a reason", code, errOut)
 	}

@@ -3,12 +3,12 @@ package bus_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/freeport"
 	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/natsembed"
 )
@@ -16,12 +16,10 @@ import (
 // A service started before its NATS server connects anyway, waits for
 // JetStream (logging it), and creates its streams once the server is up.
 func TestAwaitWaitsForALateServer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/config"
+	"github.com/prsaga/prsaga/platform/freeport"
 	"github.com/prsaga/prsaga/platform/natsembed"
 )
 
@@ -85,12 +85,11 @@ func startProcs(ctx context.Context, cfg config.Config, dir, exe string) (_ *pro
 // of this process's PRSAGA_* variables (a PRSAGA_<SERVICE>_HTTP_ADDR would
 // move its listener).
 func spawn(cfg config.Config, dir, exe, name string) (*child, error) {
-	port, err := freePort()
+	addr, err := freeport.Loopback()
 	if err != nil {
 		return nil, err
 	}
 	data := serviceDir(dir, name)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
 	args := []string{"serve", name,
 		"--nats-url", cfg.NATSURL,
 		"--data", data,
@@ -242,15 +241,6 @@ func (p *procs) Stop() []procUsage {
 		p.ns.Stop()
 	}
 	return final
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func joinDurations(ds []time.Duration) string {
