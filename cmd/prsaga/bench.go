@@ -42,6 +42,7 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 	keep := fs.Bool("keep", false, "keep the run's directory (repositories, databases, logs)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
+	fs.StringVar(&o.Trace, "trace", "", "write an execution trace of the timed part to this file (go tool trace)")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap (allocation) profile after the timed part to this file")
 	fs.BoolVar(&o.Soak, "soak", false, "soak: short retention (stream max age 1m, inbox 1m15s, sent 15s, pruning every 5s, unless set), 50,000 sagas unless --prs, a 3h --timeout unless set; samples every store's size and judges whether it plateaus")
 	fs.DurationVar(&o.SampleEvery, "sample-every", bench.SoakSampleEvery, "with --soak: pause between samples of the stores' sizes")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -76,8 +77,10 @@ func benchJSON(ctx context.Context, t *testing.T, args ...string) (bench.Result,
 func TestBenchJSON(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	dir := t.TempDir()
+	cpuProfile, trace := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "run.trace")
 	r, stderr := benchJSON(ctx, t, "--workload", "W2", "--prs", "6", "--concurrency", "3", "--repos", "2", "--json", "--quiet",
-		"--preload", "500", "--watchers", "1")
+		"--preload", "500", "--watchers", "1", "--cpuprofile", cpuProfile, "--trace", trace)
 	if !resultLine.MatchString(r.Line) || r.OK != 6 || r.Bad != 0 || r.Workload != "W2" || len(r.Steps) == 0 {
 		t.Errorf("result: line %q ok=%d bad=%d workload %s steps %d", r.Line, r.OK, r.Bad, r.Workload, len(r.Steps))
 	}
@@ -96,6 +99,28 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if strings.Contains(stderr, "[") {
 		t.Errorf("--quiet still drew a progress bar:\n%s", stderr)
+	}
+	checkProfiles(ctx, t, cpuProfile, trace)
+}
+
+// checkProfiles checks that a run's --cpuprofile and --trace files were
+// written whole: go tool pprof and go tool trace read them.
+func checkProfiles(ctx context.Context, t *testing.T, cpuProfile, trace string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"tool", "pprof", "-top", cpuProfile},
+		{"tool", "trace", "-pprof=sched", trace},
+	} {
+		out, err := exec.CommandContext(ctx, goCommand(), args...).Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		} else if len(out) == 0 {
+			t.Errorf("go %s printed nothing", strings.Join(args, " "))
+		}
 	}
 }
 

@@ -30,16 +30,20 @@ import (
 // that run it as separate processes.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	exe := filepath.Join(t.TempDir(), "prsaga")
-	cmd := exec.Command(goBin, "build", "-o", exe, ".")
+	cmd := exec.Command(goCommand(), "build", "-o", exe, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return exe
+}
+
+// goCommand is the go command that runs the tests.
+func goCommand() string {
+	if goBin, err := exec.LookPath("go"); err == nil {
+		return goBin
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
 // startLogged starts argv (a command and its arguments) with env added to

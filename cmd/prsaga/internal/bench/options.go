@@ -48,6 +48,9 @@ type Options struct {
 	// CPUProfile and MemProfile, when set, are written for the timed part
 	// (inproc mode profiles the services too; procs mode only the driver).
 	CPUProfile, MemProfile string
+	// Trace, when set, receives an execution trace of the timed part
+	// (runtime/trace: where goroutines wait, not only where CPU goes).
+	Trace string
 	// QuerySamples is how often each preload query is timed; default 200.
 	QuerySamples int
 	// Soak samples the size of every store every SampleEvery (default

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"sync"
@@ -120,7 +122,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	stopProfile, err := startProfiles(o.CPUProfile)
+	stopProfile, err := startProfiles(o.CPUProfile, o.Trace)
 	if err != nil {
 		stopWatch()
 		return res, err
@@ -370,20 +372,38 @@ func (h *webhooks) close() {
 	}
 }
 
-// startProfiles starts a CPU profile into path ("" = none).
-func startProfiles(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
+// startProfiles starts a CPU profile into cpuPath and an execution trace
+// into tracePath ("" = none of that kind).
+func startProfiles(cpuPath, tracePath string) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("cpu profile: %w", err)
+	start := func(path, what string, begin func(io.Writer) error, end func()) error {
+		if path == "" {
+			return nil
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if err := begin(f); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		stops = append(stops, func() { end(); f.Close() })
+		return nil
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cpu profile: %w", err)
+	if err := start(cpuPath, "cpu profile", pprof.StartCPUProfile, pprof.StopCPUProfile); err != nil {
+		return nil, err
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	if err := start(tracePath, "execution trace", trace.Start, trace.Stop); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
 }
 
 // writeHeapProfile writes the heap profile (allocations since start, and
