@@ -55,8 +55,8 @@ func Loopback() (string, error) {
 	return "", fmt.Errorf("freeport: no free port in %d-%d", lo, hi-1)
 }
 
-// kernelPick is a port of the kernel's choosing, for systems whose
-// ephemeral range is unknown.
+// kernelPick lets the kernel choose the port (from its ephemeral range),
+// for systems whose range is unknown.
 func kernelPick() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
