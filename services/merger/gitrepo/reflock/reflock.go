@@ -68,6 +68,12 @@ type Locker struct {
 	kept       string
 	keptRecord []byte
 	noKeep     bool
+	// spare is the file the last update moved out of the ref's place, to
+	// hold the next new value (spare.go); noSpare: none here, fsChecked:
+	// the file system was asked.
+	spare     string
+	noSpare   bool
+	fsChecked bool
 	// Crash is Update's crash seam for tests (see Update); nil in production.
 	Crash func(point string) error
 }

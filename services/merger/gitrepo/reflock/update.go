@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -23,14 +22,16 @@ import (
 //     liveness.go): then it is broken and taken once more;
 //  2. under the lock, re-read the ref (loose, else packed) and compare it
 //     with old — a mismatch is ErrChanged;
-//  3. write "<new>\n" to a temporary file next to the refs (fsynced in
-//     sync mode);
-//  4. rename it over the loose ref (atomic; a packed-only ref is thereby
+//  3. write "<new>\n" to a file of the work directory next to the refs —
+//     the spare the last update left, else a new one (spare.go) —,
+//     fsynced in sync mode;
+//  4. exchange it with the loose ref, or rename it over the ref where
+//     there is none (atomic either way; a packed-only ref is thereby
 //     overridden, as git does), release the lock, and in sync mode fsync
 //     the ref's directory.
 //
 // On every failure after step 1 the lock is released again. A crash leaves
-// the ref at its old value (before the rename) or its new one (after),
+// the ref at its old value (before the exchange) or its new one (after),
 // never empty or partly written; a lock it leaves behind names the dead
 // process, and the next merge breaks it.
 //
@@ -86,7 +87,7 @@ func (r *Locker) Update(branch string, old, new plumbing.Hash) (err error) {
 		return fmt.Errorf("refs/heads/%s is %s, expected %s: %w", branch, cur, old, ErrChanged)
 	}
 	self, _ := me()
-	if tmp, err = writeTemp(filepath.Join(r.dir, WorkDir), "ref", self, []byte(new.String()+"\n")); err != nil {
+	if tmp, err = r.newValue(filepath.Join(r.dir, WorkDir), self, []byte(new.String()+"\n")); err != nil {
 		return fmt.Errorf("write refs/heads/%s: %w", branch, err)
 	}
 	if err := r.durable.FsyncFile(tmp); err != nil {
@@ -96,9 +97,7 @@ func (r *Locker) Update(branch string, old, new plumbing.Hash) (err error) {
 		locked, tmp = false, "" // a crashed process cleans nothing up
 		return err
 	}
-	// rename(2) itself: os.Rename first stats the target (a directory
-	// there would fail the rename anyway).
-	if err := syscall.Rename(tmp, ref); err != nil {
+	if err := r.install(tmp, ref); err != nil {
 		return fmt.Errorf("commit refs/heads/%s: %w", branch, err)
 	}
 	tmp = "" // it is the ref now
