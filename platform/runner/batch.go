@@ -52,9 +52,11 @@ func (r *Runner) handleBatch(ctx context.Context, d *delivery) (next *delivery) 
 		if u == nil || r.skip(ctx, u) {
 			return
 		}
-		seen, err := r.processed(ctx, d, u.env.Event.ID())
-		if r.settleSeen(ctx, u, seen, err) {
-			return
+		if !r.cfg.InCommitOnly {
+			seen, err := r.processed(ctx, d, u.env.Event.ID())
+			if r.settleSeen(ctx, u, seen, err) {
+				return
+			}
 		}
 		if r.run(ctx, u, units) {
 			units = append(units, u)
@@ -203,6 +205,9 @@ func (r *Runner) skip(ctx context.Context, u *unit) bool {
 // dropSeen settles (acks) the units the inbox already holds and returns
 // the others: one query when the store can, else one per unit.
 func (r *Runner) dropSeen(ctx context.Context, units []*unit) []*unit {
+	if r.cfg.InCommitOnly {
+		return units // the commit's inbox insert drops them
+	}
 	ir, ok := r.cfg.Store.(InboxReader)
 	if !ok || len(units) < 2 {
 		out := units[:0]

@@ -46,7 +46,7 @@ func (r *Runner) claim(m jetstream.Msg) *delivery {
 	r.mu.Lock()
 	d.after = r.inflight[d.key]
 	r.inflight[d.key] = d.done
-	if r.cfg.HandleBatch == nil {
+	if r.cfg.HandleBatch == nil && !r.cfg.InCommitOnly { // no probe takes it otherwise
 		r.wait(d)
 	}
 	r.mu.Unlock()

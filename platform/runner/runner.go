@@ -79,6 +79,13 @@ type Config struct {
 	// transaction. Only for events that change nothing whenever they are
 	// handled (a redelivery is skipped again).
 	Skip func(env contracts.Envelope) bool
+	// InCommitOnly says the handler has no effect outside its commit (design
+	// §5: step 2 is empty — a projection, a lock): the inbox is then checked
+	// only by the commit's inbox insert, which drops a duplicate all the
+	// same (the handler's work is rolled back with it, and nothing else was
+	// done), instead of by a read before the handler as well — one query per
+	// message or batch fewer.
+	InCommitOnly bool
 	// BatchLinger, for HandleBatch only, is how long a worker waits for
 	// more messages when fewer than Batch are waiting, before it hands the
 	// batch over: for a side effect with a large cost per call (a search

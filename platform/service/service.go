@@ -32,6 +32,9 @@ type Consumer struct {
 	// BatchLinger is runner.Config.BatchLinger (HandleBatch only): how
 	// long a batch waits for more events before its one call.
 	BatchLinger time.Duration
+	// InCommitOnly is runner.Config.InCommitOnly: the handler does nothing
+	// outside its commit.
+	InCommitOnly bool
 }
 
 // Spec describes a service.
@@ -104,20 +107,21 @@ func Start(ctx context.Context, s Spec, b *bus.Bus, log *slog.Logger, opts Optio
 			workers = c.Workers
 		}
 		run, err := runner.Start(ctx, runner.Config{
-			Service:     s.Name,
-			Consumer:    c.Spec,
-			Bus:         b,
-			Store:       s.DB,
-			Handle:      c.Handle,
-			HandleBatch: c.HandleBatch,
-			BatchLinger: c.BatchLinger,
-			Skip:        c.Skip,
-			Log:         log,
-			Step:        c.Step,
-			Backoff:     opts.Backoff,
-			Workers:     workers,
-			Fault:       opts.Fault,
-			Telemetry:   opts.Telemetry,
+			Service:      s.Name,
+			Consumer:     c.Spec,
+			Bus:          b,
+			Store:        s.DB,
+			Handle:       c.Handle,
+			HandleBatch:  c.HandleBatch,
+			BatchLinger:  c.BatchLinger,
+			Skip:         c.Skip,
+			InCommitOnly: c.InCommitOnly,
+			Log:          log,
+			Step:         c.Step,
+			Backoff:      opts.Backoff,
+			Workers:      workers,
+			Fault:        opts.Fault,
+			Telemetry:    opts.Telemetry,
 		})
 		if err != nil {
 			r.Stop()

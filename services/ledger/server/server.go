@@ -156,6 +156,8 @@ func (s *Server) Spec() service.Spec {
 			// machine stays correct for any order (redeliveries, several
 			// ledgers).
 			Workers: 1,
+			// The projection is all in the commit.
+			InCommitOnly: true,
 		}},
 	}
 }

@@ -117,6 +117,9 @@ func (s *Server) Spec() service.Spec {
 			},
 			Step:   contracts.StateValidating,
 			Handle: s.v.OnMergeRequested,
+			// Reading the branch heads changes nothing: the decision, the
+			// lock and the answer are all in the commit.
+			InCommitOnly: true,
 		}, {
 			Spec: bus.ConsumerSpec{
 				Durable: contracts.ConsumerValidatorLock,
@@ -125,8 +128,9 @@ func (s *Server) Spec() service.Spec {
 					contracts.SubjectStepFailed, contracts.SubjectTimedOut,
 				},
 			},
-			Handle: s.v.OnLockEvent,
-			Skip:   validator.Inert,
+			Handle:       s.v.OnLockEvent,
+			Skip:         validator.Inert,
+			InCommitOnly: true,
 		}},
 	}
 }
