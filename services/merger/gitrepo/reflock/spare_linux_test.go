@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/reflock"
+	"golang.org/x/sys/unix"
 )
 
 // A git directory with refs/heads/main at hash(0), written as git does.
@@ -25,6 +26,27 @@ func bareRepo(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// requireExchange skips a test of spares where the merger would not use
+// them: a file system that is not local (a lease cannot see other nodes'
+// readers) or a kernel or file system without RENAME_EXCHANGE — the
+// merger renames over the ref there, as the other tests check.
+func requireExchange(t *testing.T, dir string) {
+	t.Helper()
+	if !reflock.LocalFS(dir) {
+		t.Skipf("%s is not on a local file system (ext4, xfs, btrfs, tmpfs, f2fs, zfs): the merger renames refs over there", dir)
+	}
+	a, b := filepath.Join(dir, "exchange-a"), filepath.Join(dir, "exchange-b")
+	for _, f := range []string{a, b} {
+		if err := os.WriteFile(f, nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(f)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
+		t.Skipf("renameat2 RENAME_EXCHANGE refused in %s (%v): the merger renames refs over there", dir, err)
+	}
 }
 
 func hash(i int) plumbing.Hash { return plumbing.NewHash(fmt.Sprintf("%040x", i+1)) }
@@ -53,6 +75,7 @@ func update(t *testing.T, l *reflock.Locker, dir string, from, to int) {
 // work directory holds one spare, not one file per update.
 func TestUpdatesReuseTheRefsOldFile(t *testing.T) {
 	dir := bareRepo(t)
+	requireExchange(t, dir)
 	ref := gitobj.LoosePath(dir, "main")
 	l := reflock.New(dir, gitobj.Durability{})
 	update(t, l, dir, 0, 1)
@@ -60,7 +83,7 @@ func TestUpdatesReuseTheRefsOldFile(t *testing.T) {
 	update(t, l, dir, 1, 2)
 	update(t, l, dir, 2, 3)
 	if got := inode(t, ref); got != first {
-		t.Skipf("refs are not exchanged on this file system (inode %d after two updates, was %d)", got, first)
+		t.Fatalf("the ref's file after two updates is inode %d, want the first update's %d back (exchanged, then reused)", got, first)
 	}
 	for i := 3; i < 20; i++ {
 		update(t, l, dir, i, i+1)

@@ -1,0 +1,4 @@
+package reflock
+
+// LocalFS is localFS, for tests that must know whether spares apply.
+var LocalFS = localFS
