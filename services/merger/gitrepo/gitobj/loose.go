@@ -27,7 +27,7 @@ func (r *Store) Object(t plumbing.ObjectType, h plumbing.Hash) (plumbing.Encoded
 		var err error
 		o, err = readLoose(looseObjectPath(r.dir, h), h)
 		if errors.Is(err, fs.ErrNotExist) {
-			return r.st.EncodedObject(t, h)
+			return r.Storer().EncodedObject(t, h)
 		}
 		if err != nil {
 			return nil, err

@@ -228,7 +228,7 @@ func (z *deflater) release() {
 
 // EncodeCommit encodes a commit object in memory.
 func (r *Store) EncodeCommit(c *object.Commit) (plumbing.EncodedObject, error) {
-	obj := r.st.NewEncodedObject()
+	obj := r.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return nil, fmt.Errorf("encode commit: %w", err)
 	}

@@ -26,6 +26,12 @@ type Store struct {
 	named bool
 
 	st *filesystem.Storage
+	// session: a merge is under way (Session); kept is then its storage
+	// with pack files kept open, made on the first use of go-git's
+	// storage in the merge (most merges read only loose objects and never
+	// make it).
+	session bool
+	kept    *filesystem.Storage
 	// The repository's view of the shared object cache (cache.go), and
 	// go-git's one onto it.
 	objects repoCache
@@ -52,10 +58,24 @@ func (r *Store) Durability() Durability { return r.durable }
 // Storer is go-git's storage, for go-git's own walks (tags, refs, the
 // merge base of histories beyond the commit graph). It changes with
 // Session: take it anew for each use.
-func (r *Store) Storer() *filesystem.Storage { return r.st }
+func (r *Store) Storer() *filesystem.Storage {
+	if !r.session {
+		return r.st
+	}
+	if r.kept == nil {
+		r.kept = filesystem.NewStorageWithOptions(osfs.New(r.dir), r.cache, filesystem.Options{KeepDescriptors: true})
+	}
+	return r.kept
+}
 
 // Close releases the storage's files.
-func (r *Store) Close() error { return r.st.Close() }
+func (r *Store) Close() error {
+	if r.kept != nil {
+		_ = r.kept.Close()
+		r.kept = nil
+	}
+	return r.st.Close()
+}
 
 // Config is the repository's config file, read anew each call; an empty
 // config when there is none, as go-git answers.
@@ -78,7 +98,12 @@ func (r *Store) Config() (*config.Config, error) {
 // call (`git push` of many objects, `git gc`): go-git loads the pack index
 // list once and would otherwise never find their objects. Loose objects are
 // always looked up on disk, refs are read by ReadRef.
-func (r *Store) Refresh() { r.st.Reindex() }
+func (r *Store) Refresh() {
+	r.st.Reindex()
+	if r.kept != nil {
+		r.kept.Reindex()
+	}
+}
 
 // Session switches the store, for one merge, to a storage that keeps its
 // pack files open — go-git otherwise opens and closes a pack for every
@@ -86,19 +111,24 @@ func (r *Store) Refresh() { r.st.Reindex() }
 // most of its time in open(2) — and returns the function that closes them
 // and switches back. Holding no descriptors between merges keeps a merger
 // serving many repositories within its file limit. Both storages share the
-// object cache.
+// object cache. The storage is made when the merge first reaches go-git's
+// storage (Storer, an object that is not loose): making it walks the
+// repository's path with an lstat per element, which a merge of loose
+// objects only (every merge of a busy repository's new commits) would pay
+// for nothing.
 func (r *Store) Session() (end func()) {
-	st := filesystem.NewStorageWithOptions(osfs.New(r.dir), r.cache, filesystem.Options{KeepDescriptors: true})
-	prev := r.st
-	r.st = st
+	r.session = true
 	return func() {
-		_ = st.Close() // read-only descriptors: nothing to lose on error
-		r.st = prev
+		if r.kept != nil {
+			_ = r.kept.Close() // read-only descriptors: nothing to lose on error
+			r.kept = nil
+		}
+		r.session = false
 	}
 }
 
 // NewEncodedObject is an empty object to encode into, in memory.
-func (r *Store) NewEncodedObject() plumbing.EncodedObject { return r.st.NewEncodedObject() }
+func (r *Store) NewEncodedObject() plumbing.EncodedObject { return &plumbing.MemoryObject{} }
 
 // Commit loads a commit object, from the cache of parsed commits if it is
 // there; ErrObjectMissing wrapped if it is not in the repository. The
