@@ -1,7 +1,9 @@
 package gitlog
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -9,6 +11,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/prsaga/prsaga/platform/gitloose"
 )
 
 // Bounds of what a Reader keeps between calls.
@@ -47,11 +51,23 @@ type repo struct {
 	noClosure bool
 }
 
-// get reads commit h. Objects another process wrote since the pack
-// indexes were loaded (a `git push`, a `git gc` that packed loose objects
-// and removed them, or removed the packs the indexes name) are found by
-// reloading the indexes once when a read fails. Callers hold r.mu.
+// get reads commit h: a loose object directly (platform/gitloose: an
+// open, reads and a close, where go-git's storage adds an lstat per path
+// element, the poller's calls and an fstat), else through go-git's
+// storage. Objects another process packed since the pack indexes were
+// loaded (a `git push`, a `git gc` that packed loose objects and removed
+// them, or removed the packs the indexes name) are found by reloading the
+// indexes once when a read fails. Callers hold r.mu.
 func (r *repo) get(h plumbing.Hash) (*object.Commit, error) {
+	o, err := gitloose.Read(gitloose.Path(r.dir, h), h)
+	switch {
+	case err == nil && o.Type() != plumbing.CommitObject:
+		return nil, plumbing.ErrObjectNotFound // as go-git answers
+	case err == nil:
+		return object.DecodeCommit(r.st, o)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
 	c, err := object.GetCommit(r.st, h)
 	if err != nil {
 		r.st.Reindex()

@@ -69,7 +69,10 @@ func (r *repo) readParsed(h plumbing.Hash) (*parsedTree, error) {
 	o, err := r.object(plumbing.TreeObject, h)
 	var t *object.Tree
 	if err == nil {
-		t, err = object.DecodeTree(r.s.Storer(), o)
+		// Only the entries are kept: the tree is bound to no storage, so
+		// that a merge reading loose trees leaves go-git's unopened
+		// (gitobj.Store.Session).
+		t, err = object.DecodeTree(nil, o)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", h, err)

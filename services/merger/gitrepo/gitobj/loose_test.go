@@ -5,7 +5,6 @@ import (
 	"compress/zlib"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/prsaga/prsaga/platform/gitloose"
 	"github.com/prsaga/prsaga/platform/gittest"
 )
 
@@ -39,7 +39,7 @@ func TestObjectReadsAsGoGit(t *testing.T) {
 	loose := gittest.RunInput(t, s.Dir(), big, "hash-object", "-w", "--stdin")
 	packed := gittest.RunInput(t, s.Dir(), "packed\n", "hash-object", "-w", "--stdin")
 	gittest.RunInput(t, s.Dir(), packed+"\n", "pack-objects", "-q", filepath.Join(s.Dir(), "objects", "pack", "pack"))
-	if err := os.Remove(looseObjectPath(s.Dir(), plumbing.NewHash(packed))); err != nil {
+	if err := os.Remove(gitloose.Path(s.Dir(), plumbing.NewHash(packed))); err != nil {
 		t.Fatal(err)
 	}
 	s.Refresh()
@@ -85,7 +85,7 @@ func TestObjectRefusesACorruptLooseObject(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newBareStore(t, Durability{})
 			h := plumbing.ComputeHash(plumbing.BlobObject, []byte("hello"))
-			path := looseObjectPath(s.Dir(), h)
+			path := gitloose.Path(s.Dir(), h)
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -96,27 +96,5 @@ func TestObjectRefusesACorruptLooseObject(t *testing.T) {
 				t.Fatalf("Object = %v %q, want an error", o.Type(), content(t, o))
 			}
 		})
-	}
-}
-
-// ReadFile reads files larger than its first buffer whole, and fails as
-// os.ReadFile does on a missing file and a directory.
-func TestReadFile(t *testing.T) {
-	dir := t.TempDir()
-	name := filepath.Join(dir, "f")
-	want := strings.Repeat("x", 5000)
-	if err := os.WriteFile(name, []byte(want), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := ReadFile(name, 64); err != nil || string(got) != want {
-		t.Errorf("ReadFile = %d bytes, %v; want %d bytes", len(got), err, len(want))
-	}
-	if _, err := ReadFile(filepath.Join(dir, "none"), 64); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("ReadFile(missing) = %v, want fs.ErrNotExist", err)
-	}
-	_, err := ReadFile(dir, 64)
-	_, oserr := os.ReadFile(dir)
-	if err == nil || errors.Is(err, fs.ErrNotExist) || oserr == nil || errors.Unwrap(err).Error() != errors.Unwrap(oserr).Error() {
-		t.Errorf("ReadFile(a directory) = %v; os.ReadFile says %v", err, oserr)
 	}
 }

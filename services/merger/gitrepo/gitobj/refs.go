@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/prsaga/prsaga/platform/gitloose"
 	"github.com/prsaga/prsaga/platform/gitrefs"
 )
 
@@ -65,7 +66,7 @@ func (d gitDirFS) ReadFile(name string) ([]byte, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "readfile", Path: name, Err: fs.ErrInvalid}
 	}
-	b, err := ReadFile(filepath.Join(d.dir, filepath.FromSlash(name)), 64)
+	b, err := gitloose.ReadFile(filepath.Join(d.dir, filepath.FromSlash(name)), 64)
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		pe.Path = name // as os.DirFS names it

@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/prsaga/prsaga/platform/gitloose"
 )
 
 // Store is one repository's objects: go-git's storage of its git
@@ -80,7 +82,7 @@ func (r *Store) Close() error {
 // Config is the repository's config file, read anew each call; an empty
 // config when there is none, as go-git answers.
 func (r *Store) Config() (*config.Config, error) {
-	b, err := ReadFile(filepath.Join(r.dir, "config"), 4096)
+	b, err := gitloose.ReadFile(filepath.Join(r.dir, "config"), 4096)
 	if errors.Is(err, fs.ErrNotExist) {
 		return config.NewConfig(), nil
 	}
