@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 )
 
 // Dir is a git directory whose files are opened without leaving it: a path
@@ -20,24 +21,52 @@ import (
 // the directory, no /proc magic link); where openat2 is missing or refused
 // (older kernels, seccomp filters, other systems) it uses os.Root.
 type Dir struct {
-	root *os.Root
+	path string
 	fd   int // the directory for openat2 (dir_linux.go), or -1
+	// root answers where openat2 cannot: opened by OpenDir when there is
+	// no fd, else on first need (an openat, an fstat and a close per Dir
+	// that the usual read does without).
+	mu   sync.Mutex
+	root *os.Root
 }
 
 // OpenDir opens dir for reading beneath it.
 func OpenDir(dir string) (*Dir, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
+	d := &Dir{path: dir, fd: openFast(dir)}
+	if d.fd < 0 {
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return nil, err
+		}
+		d.root = root
 	}
-	return &Dir{root: root, fd: openFast(dir)}, nil
+	return d, nil
 }
 
 // Close releases the directory.
 func (d *Dir) Close() error {
 	closeFast(d.fd)
 	d.fd = -1
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.root == nil {
+		return nil
+	}
 	return d.root.Close()
+}
+
+// rootFS is the directory as os.Root reads it, opened now if need be.
+func (d *Dir) rootFS() (fs.FS, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.root == nil {
+		root, err := os.OpenRoot(d.path)
+		if err != nil {
+			return nil, err
+		}
+		d.root = root
+	}
+	return d.root.FS(), nil
 }
 
 // Open opens name, a slash path, for reading.
@@ -48,11 +77,22 @@ func (d *Dir) Open(name string) (fs.File, error) {
 			return f, err
 		}
 	}
-	return d.root.FS().Open(name)
+	fsys, err := d.rootFS()
+	if err != nil {
+		return nil, err
+	}
+	return fsys.Open(name)
 }
 
 // ReadFile returns the content of name.
 func (d *Dir) ReadFile(name string) ([]byte, error) {
+	if d.fd >= 0 && fs.ValidPath(name) {
+		// Read with the descriptor alone: an *os.File costs an fcntl more.
+		b, err := readBeneath(d.fd, name)
+		if !errors.Is(err, errUnsupported) {
+			return b, err
+		}
+	}
 	f, err := d.Open(name)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,41 @@ func closeFast(fd int) {
 }
 
 func openBeneath(dirfd int, name string) (*os.File, error) {
+	fd, err := openat2Beneath(dirfd, name)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// readBeneath is the content of name, read as openBeneath's file would be
+// (the same errors) without making one.
+func readBeneath(dirfd int, name string) ([]byte, error) {
+	fd, err := openat2Beneath(dirfd, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	// Sized for a loose ref: a sha or "ref: <name>", and a newline.
+	b := make([]byte, 0, 64)
+	for {
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		case n == 0:
+			return b, nil
+		}
+		b = b[:len(b)+n]
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+func openat2Beneath(dirfd int, name string) (int, error) {
 	how := unix.OpenHow{
 		Flags:   unix.O_RDONLY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
@@ -38,7 +73,7 @@ func openBeneath(dirfd int, name string) (*os.File, error) {
 		fd, err := unix.Openat2(dirfd, name, &how)
 		switch err {
 		case nil:
-			return os.NewFile(uintptr(fd), name), nil
+			return fd, nil
 		case unix.EINTR, unix.EAGAIN:
 			// EAGAIN: a rename raced the lookup, which RESOLVE_BENEATH
 			// leaves to the caller to retry (git renames refs into place).
@@ -48,11 +83,11 @@ func openBeneath(dirfd int, name string) (*os.File, error) {
 			// it: os.Root gives the answer, also for a file whose own
 			// EPERM this was.
 			noOpenat2.Store(true)
-			return nil, errUnsupported
+			return -1, errUnsupported
 		case unix.EXDEV:
-			return nil, &fs.PathError{Op: "openat", Path: name, Err: errEscapes}
+			return -1, &fs.PathError{Op: "openat", Path: name, Err: errEscapes}
 		default:
-			return nil, &fs.PathError{Op: "openat", Path: name, Err: err}
+			return -1, &fs.PathError{Op: "openat", Path: name, Err: err}
 		}
 	}
 }

@@ -90,6 +90,16 @@ func TestPackedSkipsHeaderAndPeeledLines(t *testing.T) {
 // directory, "..", an absolute path, and symbolic links, in the directory
 // and out of it, relative and absolute.
 func TestDirConfinedAsOsRoot(t *testing.T) {
+	t.Run("openat2", testDirConfinedAsOsRoot)
+	// Where openat2 is missing the Dir reads through os.Root itself; the
+	// answers must be the same.
+	t.Run("os.Root", func(t *testing.T) {
+		defer gitrefs.WithoutOpenat2()()
+		testDirConfinedAsOsRoot(t)
+	})
+}
+
+func testDirConfinedAsOsRoot(t *testing.T) {
 	base := t.TempDir()
 	git := filepath.Join(base, "repo.git")
 	for name, content := range map[string]string{
