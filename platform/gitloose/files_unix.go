@@ -7,6 +7,8 @@ import (
 	"io/fs"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/prsaga/prsaga/platform/internal/fdread"
 )
 
 // ReadFile returns the whole content of file name, reading it into a
@@ -36,20 +38,5 @@ func AppendFile(b []byte, name string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer unix.Close(fd)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
-		}
-		if n == 0 {
-			return b, nil
-		}
-		b = b[:len(b)+n]
-	}
+	return fdread.Append(b, fd, name)
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/prsaga/prsaga/platform/internal/fdread"
 )
 
 // noOpenat2 is set the first time the kernel refuses openat2 as a system
@@ -46,22 +48,7 @@ func readBeneath(dirfd int, name string) ([]byte, error) {
 	}
 	defer unix.Close(fd)
 	// Sized for a loose ref: a sha or "ref: <name>", and a newline.
-	b := make([]byte, 0, 64)
-	for {
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
-		case n == 0:
-			return b, nil
-		}
-		b = b[:len(b)+n]
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-	}
+	return fdread.Append(make([]byte, 0, 64), fd, name)
 }
 
 func openat2Beneath(dirfd int, name string) (int, error) {

@@ -2,7 +2,14 @@
 
 package gitrefs
 
-import "os"
+import (
+	"os"
+	"sync/atomic"
+)
+
+// noOpenat2 has nothing to switch off here (os.Root always answers); it
+// exists for the tests' WithoutOpenat2.
+var noOpenat2 atomic.Bool
 
 func openFast(string) int { return -1 }
 
