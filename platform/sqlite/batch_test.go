@@ -65,6 +65,57 @@ func TestUpdateEachKeepsEachOutcomeItsOwn(t *testing.T) {
 	}
 }
 
+// The units of a transaction run without savepoints first; a unit that
+// fails sends the whole through once more with a savepoint each, so the
+// others commit once, with their AfterCommit once, and the failed one not.
+func TestUpdateEachFailureRunsTheOthersAgainAlone(t *testing.T) {
+	ctx := testContext(t)
+	db, _ := openClock(t)
+	var runs [3]int
+	var after []string
+	unit := func(i int, k string, fail error) func(tx store.Tx) error {
+		return func(stx store.Tx) error {
+			runs[i]++
+			tx := stx.(*sqlite.Tx)
+			tx.AfterCommit(func() { after = append(after, k) })
+			if _, err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, 1)`, k); err != nil {
+				return err // a write left over from a run rolled back would fail here
+			}
+			return fail
+		}
+	}
+	errLate := errors.New("unit 1 fails after its write")
+	errs, err := db.UpdateEach(ctx, []func(tx store.Tx) error{unit(0, "x", nil), unit(1, "y", errLate), unit(2, "z", nil)})
+	if err != nil {
+		t.Fatalf("UpdateEach: %v", err)
+	}
+	if errs[0] != nil || !errors.Is(errs[1], errLate) || errs[2] != nil {
+		t.Fatalf("errs: got %v, want [nil, unit 1's error, nil]", errs)
+	}
+	for k, want := range map[string]bool{"x": true, "y": false, "z": true} {
+		if _, ok := get(t, db, k); ok != want {
+			t.Errorf("row %s present: %v, want %v", k, ok, want)
+		}
+	}
+	if len(after) != 2 || after[0] != "x" || after[1] != "z" {
+		t.Errorf("AfterCommit ran for %v, want [x z]", after)
+	}
+	// Units before the failure ran in both runs, the one after it only in
+	// the second: the first run stopped at the failure.
+	if runs != [3]int{2, 2, 1} {
+		t.Errorf("runs per unit: got %v, want [2 2 1]", runs)
+	}
+
+	// Units that all succeed run once.
+	runs = [3]int{}
+	if _, err := db.UpdateEach(ctx, []func(tx store.Tx) error{unit(0, "p", nil), unit(1, "q", nil), unit(2, "r", nil)}); err != nil {
+		t.Fatalf("UpdateEach: %v", err)
+	}
+	if runs != [3]int{1, 1, 1} {
+		t.Errorf("runs per unit: got %v, want [1 1 1]", runs)
+	}
+}
+
 func TestUpdateEachPanicRollsBackAll(t *testing.T) {
 	ctx := testContext(t)
 	db, _ := openClock(t)

@@ -64,14 +64,18 @@ type DB struct {
 	now       func() time.Time
 	log       *slog.Logger
 	committed chan struct{}
-	group     group      // the writers' group commit
-	fresh     fresh      // rows committed since the relay last took them
-	marks     marks      // rows published, to be marked sent by the next commit
-	stmts     stmtCache  // on w
-	rstmts    stmtCache  // on r, for QueryContext and QueryRowContext
-	reads     readStmts  // on r
-	mu        sync.Mutex // guards closed
-	closed    bool
+	group     group // the writers' group commit
+	// savepointsNext counts down the transactions that run with a
+	// savepoint per unit from the start (commitGroup); the group's leader
+	// alone touches it.
+	savepointsNext int
+	fresh          fresh      // rows committed since the relay last took them
+	marks          marks      // rows published, to be marked sent by the next commit
+	stmts          stmtCache  // on w
+	rstmts         stmtCache  // on r, for QueryContext and QueryRowContext
+	reads          readStmts  // on r
+	mu             sync.Mutex // guards closed
+	closed         bool
 }
 
 // Open opens (creating if needed) the database file at path and applies the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,14 +68,15 @@ func (db *DB) Update(ctx context.Context, fn func(tx store.Tx) error) error {
 	return errs[0]
 }
 
-// UpdateEach runs fns, in order, in one write transaction, each inside its
-// own savepoint: a fn that fails is rolled back alone and its error is
+// UpdateEach runs fns, in order, in one write transaction, each as if inside
+// its own savepoint: a fn that fails is rolled back alone and its error is
 // errs[i]; the others commit together, their AfterCommit functions run
 // once the transaction has committed. A non-nil err means the transaction
 // as a whole failed (begin, a lost savepoint, commit): nothing was
 // committed and errs is nil. Every fn sees the writes of those before it,
 // as if each ran in its own transaction, one after another. The whole may
-// run more than once (on lock contention), so fns must have no side
+// run more than once (on lock contention, and once more with a savepoint
+// per fn when a fn fails: see commitGroup), so fns must have no side
 // effects outside the transaction. A panicking fn rolls everything back
 // and the panic propagates.
 //
@@ -97,6 +99,11 @@ func (db *DB) UpdateEach(ctx context.Context, fns []func(tx store.Tx) error) (er
 
 // commitGroup commits the requests' fns in one transaction, retrying the
 // whole on lock contention, and sets each request's outcome.
+//
+// The units run without savepoints first: a savepoint costs two statements
+// and a copy of every page its unit touches first (SQLite's statement
+// journal), and units rarely fail. When one does, nothing is committed and
+// the whole runs again with a savepoint per unit.
 func (db *DB) commitGroup(reqs []*request) {
 	const attempts = 5
 	for i := 0; i < attempts; i++ {
@@ -114,7 +121,17 @@ func (db *DB) commitGroup(reqs []*request) {
 			return
 		}
 		reqs = live
-		err := db.updateEach(reqs)
+		err := db.updateEach(reqs, db.savepointsNext > 0)
+		if err == errUnitFailed {
+			// Run again with a savepoint per unit, so that the failed one
+			// is rolled back alone; and so for a while, as failures come
+			// in runs (redeliveries after a restart are duplicates).
+			db.savepointsNext = savepointsAfterFailure
+			err = db.updateEach(reqs, true)
+		}
+		if db.savepointsNext > 0 {
+			db.savepointsNext--
+		}
 		if err == nil || !isBusy(err) || i == attempts-1 {
 			for _, r := range reqs {
 				if err != nil {
@@ -126,7 +143,18 @@ func (db *DB) commitGroup(reqs []*request) {
 	}
 }
 
-func (db *DB) updateEach(reqs []*request) error {
+// errUnitFailed: a unit failed in a transaction run without savepoints,
+// which was rolled back as a whole.
+var errUnitFailed = errors.New("a unit failed without a savepoint")
+
+// savepointsAfterFailure is how many transactions after one whose unit
+// failed run with savepoints from the start.
+const savepointsAfterFailure = 16
+
+// updateEach runs one transaction of reqs' units; with savepoints each unit
+// in its own, else a failing unit rolls back the lot (errUnitFailed when
+// there are others).
+func (db *DB) updateEach(reqs []*request, savepoints bool) error {
 	// The transaction serves several callers: none's cancellation may
 	// abort the others' units. Each unit's statements use its own context.
 	ctx := context.WithoutCancel(reqs[0].ctx)
@@ -160,10 +188,12 @@ func (db *DB) updateEach(reqs []*request) error {
 		for i, fn := range r.fns {
 			tx := &Tx{Tx: stx, db: db, ctx: r.ctx, now: now, bound: shared}
 			r.txs[i] = tx
-			if n == 1 {
-				// One unit needs no savepoint: its failure rolls back the lot.
+			if n == 1 || !savepoints {
 				if r.errs[i] = r.call(fn, tx); r.errs[i] != nil {
-					return nil
+					if n == 1 {
+						return nil // its failure rolls back the lot: its own
+					}
+					return errUnitFailed
 				}
 				continue
 			}
