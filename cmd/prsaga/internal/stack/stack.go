@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -125,38 +126,15 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	mux := http.NewServeMux()
 	for _, name := range names {
-		log, err := newLog(name)
+		// The service's goroutines carry its name as a profiler label, so
+		// that a CPU profile of one process (prsaga dev, prsaga bench)
+		// splits by service: go tool pprof -tags, -tagfocus=service=ledger.
+		pprof.Do(ctx, pprof.Labels("service", name), func(ctx context.Context) {
+			err = s.startService(ctx, name, newLog, mux, opts)
+		})
 		if err != nil {
 			return nil, err
 		}
-		comp, err := s.build(ctx, name, log)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if r, ok := comp.(router); ok {
-			r.Routes(mux)
-		}
-		if r, ok := comp.(readier); ok {
-			s.ready = append(s.ready, r)
-		}
-		sopts := service.Options{
-			Backoff:   cfg.Backoff,
-			Workers:   opts.Workers,
-			Fault:     opts.Fault,
-			Telemetry: s.Telemetry,
-			Retention: service.Retention{Inbox: cfg.RetentionInbox, Sent: cfg.RetentionSent, Interval: cfg.PruneInterval},
-		}
-		if a, ok := comp.(activator); ok && !a.Active() {
-			s.startWhenActive(comp, a, log, sopts)
-			continue
-		}
-		run, err := service.Start(ctx, comp.Spec(), s.Bus, log, sopts)
-		if err != nil {
-			return nil, fmt.Errorf("start %s: %w", name, err)
-		}
-		s.standbys.mu.Lock() // a standby taking over appends too
-		s.running = append(s.running, run)
-		s.standbys.mu.Unlock()
 	}
 	metrics := s.Telemetry.Handler().ServeHTTP
 	if !cfg.MetricsPublic {
@@ -187,6 +165,45 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 	}
 	return s, nil
+}
+
+// startService builds the named service, adds its routes to mux and starts
+// it (or leaves it on standby until it is active).
+func (s *Stack) startService(ctx context.Context, name string, newLog func(string) (*slog.Logger, error), mux *http.ServeMux, opts Options) error {
+	cfg := s.cfg
+	log, err := newLog(name)
+	if err != nil {
+		return err
+	}
+	comp, err := s.build(ctx, name, log)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if r, ok := comp.(router); ok {
+		r.Routes(mux)
+	}
+	if r, ok := comp.(readier); ok {
+		s.ready = append(s.ready, r)
+	}
+	sopts := service.Options{
+		Backoff:   cfg.Backoff,
+		Workers:   opts.Workers,
+		Fault:     opts.Fault,
+		Telemetry: s.Telemetry,
+		Retention: service.Retention{Inbox: cfg.RetentionInbox, Sent: cfg.RetentionSent, Interval: cfg.PruneInterval},
+	}
+	if a, ok := comp.(activator); ok && !a.Active() {
+		s.startWhenActive(comp, a, log, sopts)
+		return nil
+	}
+	run, err := service.Start(ctx, comp.Spec(), s.Bus, log, sopts)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	s.standbys.mu.Lock() // a standby taking over appends too
+	s.running = append(s.running, run)
+	s.standbys.mu.Unlock()
+	return nil
 }
 
 // busConfig is the bus configuration of cfg.
