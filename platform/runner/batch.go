@@ -267,8 +267,8 @@ func (r *Runner) fn(u *unit) func(tx store.Tx) error {
 	}
 }
 
-// commit commits the units — one transaction, a savepoint each, when the
-// store can — and settles each message by its own outcome.
+// commit commits the units — one transaction, each outcome its own, when
+// the store can (BatchStore) — and settles each message by its own outcome.
 func (r *Runner) commit(ctx context.Context, units []*unit) {
 	// The commit can wait for the database's write lock up to its busy
 	// timeout, as long as AckWait or longer: without this JetStream would

@@ -4,9 +4,11 @@
 // supplies only its step.Handler (or a step.BatchHandler).
 //
 // Under load a worker commits the messages already waiting for it together
-// (Config.Batch, BatchWindow): one transaction, each message in its own
-// savepoint, so that each outcome stays its own — a message whose commit
-// fails is rolled back alone and retried, the others commit and are acked.
+// (Config.Batch, BatchWindow): one transaction in which each outcome stays
+// its own — a message whose commit fails is rolled back alone and retried,
+// the others commit and are acked (platform/sqlite runs the messages
+// without savepoints first, and once more with a savepoint each when one
+// of them fails).
 // Messages are acked only after their commit; with one worker they are
 // handled, committed and acked in delivery order.
 package runner
@@ -40,7 +42,7 @@ type InboxReader interface {
 }
 
 // BatchStore is a Store that commits several units in one transaction,
-// each in its own savepoint (sqlite.DB.UpdateEach): errs[i] is unit i's
+// each as if in its own savepoint (sqlite.DB.UpdateEach): errs[i] is unit i's
 // own failure (rolled back alone), err a failure of the whole (nothing
 // committed). A Store without it gets one transaction per message.
 type BatchStore interface {
@@ -69,8 +71,7 @@ type Config struct {
 	// messages are handled, committed and acked in delivery order.
 	Workers int
 	// Batch bounds the messages a worker commits in one transaction, each
-	// in its own savepoint so that each outcome stays its own (a failing
-	// one is rolled back and retried alone). Default 64; 1 commits every
+	// outcome its own (a failing one is rolled back and retried alone). Default 64; 1 commits every
 	// message alone. Only what is already delivered is batched: a worker
 	// never waits for more messages (but see BatchLinger).
 	Batch int
