@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -67,13 +68,22 @@ type Config struct {
 	Step contracts.State
 	// Backoff lists Nak delays by delivery number (the last repeats).
 	Backoff []time.Duration
-	// Workers handling messages concurrently; default 4. With one worker
-	// messages are handled, committed and acked in delivery order.
+	// Workers handling messages concurrently; default 4. The first always
+	// takes messages; the others only while a worker's batch has run for
+	// HelpAfter (a slow side effect), one more per such batch, so that
+	// fast steps batch in one worker (fewer, larger transactions) and slow
+	// ones still run side by side. With one worker messages are handled,
+	// committed and acked in delivery order.
 	Workers int
+	// HelpAfter is how long a batch runs before another worker starts
+	// taking messages; default 10ms; negative: every worker takes messages
+	// at once.
+	HelpAfter time.Duration
 	// Batch bounds the messages a worker commits in one transaction, each
-	// outcome its own (a failing one is rolled back and retried alone). Default 64; 1 commits every
-	// message alone. Only what is already delivered is batched: a worker
-	// never waits for more messages (but see BatchLinger).
+	// outcome its own (a failing one is rolled back and retried alone).
+	// Default 64; 1 commits every message alone. Only what is already
+	// delivered is batched: a worker never waits for more messages (but
+	// see BatchLinger).
 	Batch int
 	// Skip, when set, names the events this consumer has no use for: they
 	// are acknowledged as they come, with no handler, no inbox row and no
@@ -138,6 +148,11 @@ type Runner struct {
 	quit     chan struct{}
 	wg       sync.WaitGroup
 	stopOnce sync.Once
+	// help wakes a waiting worker when a batch has run for HelpAfter;
+	// stalled counts the batches running longer than that (helpers keep
+	// taking messages while it is above zero). nil help: no waiting.
+	help    chan struct{}
+	stalled atomic.Int32
 }
 
 var errDuplicate = errors.New("duplicate delivery")
@@ -165,6 +180,9 @@ const (
 func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
+	}
+	if cfg.HelpAfter == 0 {
+		cfg.HelpAfter = 10 * time.Millisecond
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 64
@@ -201,21 +219,12 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	r := &Runner{cfg: cfg, work: make(chan *delivery, ahead), quit: make(chan struct{}),
 		inflight:    map[string]chan struct{}{},
 		afterEffect: fault.AfterEffect(cfg.Consumer.Durable), afterCommit: fault.AfterCommit(cfg.Consumer.Durable)}
+	if cfg.HelpAfter >= 0 && cfg.Workers > 1 {
+		r.help = make(chan struct{}, cfg.Workers-1)
+	}
 	for i := 0; i < cfg.Workers; i++ {
 		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			for {
-				select {
-				case d := <-r.work:
-					for d != nil {
-						d = r.handleBatch(rctx, d)
-					}
-				case <-r.quit:
-					return
-				}
-			}
-		}()
+		go r.worker(rctx, i > 0 && r.help != nil)
 	}
 	r.cc, err = c.Consume(func(m jetstream.Msg) {
 		d := r.claim(m)
@@ -237,6 +246,59 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("consume %s: %w", cfg.Consumer.Durable, err)
 	}
 	return r, nil
+}
+
+// worker takes batches of messages until Stop. A helper first waits for a
+// batch to stall (batch), then takes messages until no batch is stalled.
+func (r *Runner) worker(ctx context.Context, helper bool) {
+	defer r.wg.Done()
+	for {
+		if helper {
+			select {
+			case <-r.help:
+			case <-r.quit:
+				return
+			}
+		}
+		for {
+			select {
+			case d := <-r.work:
+				for d != nil {
+					d = r.batch(ctx, d)
+				}
+			case <-r.quit:
+				return
+			}
+			if helper && r.stalled.Load() == 0 {
+				break
+			}
+		}
+	}
+}
+
+// batch handles the batch that starts with d; when it runs for HelpAfter,
+// it counts as stalled until it ends and wakes a helper.
+func (r *Runner) batch(ctx context.Context, d *delivery) (next *delivery) {
+	if r.help == nil {
+		return r.handleBatch(ctx, d)
+	}
+	const running, stalled, ended = 0, 1, 2
+	var state atomic.Int32
+	t := time.AfterFunc(r.cfg.HelpAfter, func() {
+		if state.CompareAndSwap(running, stalled) {
+			r.stalled.Add(1)
+			select {
+			case r.help <- struct{}{}:
+			default: // every helper woken already
+			}
+		}
+	})
+	next = r.handleBatch(ctx, d)
+	t.Stop()
+	if !state.CompareAndSwap(running, ended) {
+		r.stalled.Add(-1)
+	}
+	return next
 }
 
 // Stop stops consuming, lets handlers in progress finish (with their
