@@ -15,15 +15,17 @@ func TestBenchSoak(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	r, _ := benchJSON(ctx, t, "--soak", "--workload", "W1", "--prs", "60", "--concurrency", "8", "--repos", "3",
-		"--stream-max-age", "30s", "--retention-sent", "1s", "--prune-interval", "300ms", "--sample-every", "200ms",
+		// Retention, pruning and sampling short enough for a run of a few
+		// tenths of a second (60 sagas on a fast machine, without -race).
+		"--stream-max-age", "30s", "--retention-sent", "1ms", "--prune-interval", "50ms", "--sample-every", "50ms",
 		"--timeout", "4m", "--json", "--quiet")
 	if r.OK != 60 || r.Soak == nil {
 		t.Fatalf("ok=%d soak report %v; want 60 and a report", r.OK, r.Soak != nil)
 	}
 	s := r.Soak
 	// Given settings kept, the others the soak's: inbox = max age + margin.
-	if s.StreamMaxAge != "30s" || s.RetentionInbox != "45s" || s.RetentionSent != "1s" || s.PruneInterval != "300ms" {
-		t.Errorf("settings: max age %s, inbox %s, sent %s, interval %s; want 30s, 45s, 1s, 300ms",
+	if s.StreamMaxAge != "30s" || s.RetentionInbox != "45s" || s.RetentionSent != "1ms" || s.PruneInterval != "50ms" {
+		t.Errorf("settings: max age %s, inbox %s, sent %s, interval %s; want 30s, 45s, 1ms, 50ms",
 			s.StreamMaxAge, s.RetentionInbox, s.RetentionSent, s.PruneInterval)
 	}
 	if len(s.Samples) < 3 {
@@ -44,7 +46,7 @@ func TestBenchSoak(t *testing.T) {
 			t.Errorf("no size of %s in the last sample: %v", store, last.Bytes)
 		}
 	}
-	// Retention ran: sent outbox rows (kept 1s) were pruned during the run.
+	// Retention ran: sent outbox rows (kept 1ms) were pruned during the run.
 	var pruned int64
 	for k, v := range last.Rows {
 		if strings.HasSuffix(k, " pruned_outbox") {
