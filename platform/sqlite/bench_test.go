@@ -78,8 +78,8 @@ func BenchmarkMarkSent16(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*per), "ns/row")
 }
 
-// BenchmarkUnitBatch16 commits 16 such units per transaction, each in its
-// own savepoint (UpdateEach), as the runner does under load.
+// BenchmarkUnitBatch16 commits 16 such units per transaction (UpdateEach),
+// as the runner does under load.
 func BenchmarkUnitBatch16(b *testing.B) {
 	ctx := context.Background()
 	const per = 16
