@@ -40,51 +40,45 @@ func TestHelpersTakeOverFromAStalledBatch(t *testing.T) {
 // Fast side effects stay with one worker, batched, however many workers
 // are allowed: no batch runs long enough to call for help.
 func TestFastStepsStayWithOneWorker(t *testing.T) {
-	var running, most atomic.Int32
-	h := start(t, setup{
-		workers: 4,
-		effect: func(ctx context.Context, env contracts.Envelope) error {
-			n := running.Add(1)
-			defer running.Add(-1)
-			for {
-				m := most.Load()
-				if n <= m || most.CompareAndSwap(m, n) {
-					break
-				}
+	for _, c := range []struct {
+		name      string
+		helpAfter time.Duration
+		overlap   bool
+	}{
+		{"helpers wait", time.Minute, false},
+		// Every worker taking messages at once overlaps: what the case
+		// above would see if helpers did not wait.
+		{"no waiting", -1, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var o overlap
+			h := start(t, setup{
+				workers: 4,
+				effect:  o.effect,
+				tune:    func(cfg *runner.Config) { cfg.HelpAfter = c.helpAfter },
+			})
+			_, last := h.publishN("fast", 40)
+			h.settled(last)
+			if m := o.most.Load(); c.overlap != (m > 1) {
+				t.Errorf("side effects ran %d at once; want overlap %v", m, c.overlap)
 			}
-			time.Sleep(time.Millisecond) // a side effect that takes a moment: room for others to overlap
-			return nil
-		},
-		tune: func(c *runner.Config) { c.HelpAfter = time.Minute },
-	})
-	_, last := h.publishN("fast", 40)
-	h.settled(last)
-	if m := most.Load(); m != 1 {
-		t.Errorf("side effects ran %d at once, want 1 (no batch stalled)", m)
+		})
 	}
-	// The same with every worker taking messages at once (HelpAfter < 0)
-	// overlaps: what the test above would see if helpers did not wait.
-	running.Store(0)
-	most.Store(0)
-	h2 := start(t, setup{
-		workers: 4,
-		effect: func(ctx context.Context, env contracts.Envelope) error {
-			n := running.Add(1)
-			defer running.Add(-1)
-			for {
-				m := most.Load()
-				if n <= m || most.CompareAndSwap(m, n) {
-					break
-				}
-			}
-			time.Sleep(time.Millisecond)
-			return nil
-		},
-		tune: func(c *runner.Config) { c.HelpAfter = -1 },
-	})
-	_, last = h2.publishN("eager", 40)
-	h2.settled(last)
-	if m := most.Load(); m < 2 {
-		t.Errorf("with HelpAfter < 0 side effects ran %d at once, want several", m)
+}
+
+// overlap records how many side effects ran at once, at most.
+type overlap struct{ running, most atomic.Int32 }
+
+// effect takes a moment (room for others to overlap it) and records.
+func (o *overlap) effect(ctx context.Context, env contracts.Envelope) error {
+	n := o.running.Add(1)
+	defer o.running.Add(-1)
+	for {
+		m := o.most.Load()
+		if n <= m || o.most.CompareAndSwap(m, n) {
+			break
+		}
 	}
+	time.Sleep(time.Millisecond) // the side effect's own duration, not a wait for anything
+	return nil
 }

@@ -2,41 +2,16 @@ package stack
 
 import (
 	"bytes"
-	"context"
-	"flag"
-	"net"
 	"runtime/pprof"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prsaga/prsaga/platform/config"
 )
 
 // TestServicesCarryProfilerLabels: each service's goroutines (its runners'
 // workers, its relay) carry service=<name>, so that a CPU profile of one
 // process splits by service.
 func TestServicesCarryProfilerLabels(t *testing.T) {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	load := config.Bind(fs, func(string) string { return "" })
-	if err := fs.Parse([]string{"--data", t.TempDir()}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := Start(ctx, Options{Config: cfg, HTTPListener: ln, NATSListen: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	startTestStack(t)
 
 	var buf bytes.Buffer
 	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {

@@ -2,15 +2,11 @@ package stack
 
 import (
 	"bytes"
-	"context"
-	"flag"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prsaga/prsaga/platform/config"
 	"github.com/prsaga/prsaga/platform/httpx"
 )
 
@@ -19,26 +15,7 @@ import (
 // mutating route of every service refuses a body over httpx.MaxBody with
 // 413 — before reading it all.
 func TestHTTPLimits(t *testing.T) {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	load := config.Bind(fs, func(string) string { return "" })
-	if err := fs.Parse([]string{"--data", t.TempDir()}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := Start(ctx, Options{Config: cfg, HTTPListener: ln, NATSListen: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := startTestStack(t)
 
 	h := s.http
 	for name, d := range map[string]time.Duration{"ReadHeaderTimeout": h.ReadHeaderTimeout, "ReadTimeout": h.ReadTimeout,
