@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,13 +52,13 @@ func TestFastStepsStayWithOneWorker(t *testing.T) {
 		{"no waiting", -1, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var o overlap
+			o := newOverlap()
 			h := start(t, setup{
 				workers: 4,
 				effect:  o.effect,
 				tune:    func(cfg *runner.Config) { cfg.HelpAfter = c.helpAfter },
 			})
-			_, last := h.publishN("fast", 40)
+			_, last := h.publishN("fast", 20)
 			h.settled(last)
 			if m := o.most.Load(); c.overlap != (m > 1) {
 				t.Errorf("side effects ran %d at once; want overlap %v", m, c.overlap)
@@ -66,10 +67,18 @@ func TestFastStepsStayWithOneWorker(t *testing.T) {
 	}
 }
 
-// overlap records how many side effects ran at once, at most.
-type overlap struct{ running, most atomic.Int32 }
+// overlap records how many side effects ran at once, at most. Each side
+// effect waits, up to a deadline, for another to run beside it: with
+// workers that may overlap, they do at once; without, every one waits out
+// its deadline alone.
+type overlap struct {
+	running, most atomic.Int32
+	once          sync.Once
+	both          chan struct{} // closed when two ran at once
+}
 
-// effect takes a moment (room for others to overlap it) and records.
+func newOverlap() *overlap { return &overlap{both: make(chan struct{})} }
+
 func (o *overlap) effect(ctx context.Context, env contracts.Envelope) error {
 	n := o.running.Add(1)
 	defer o.running.Add(-1)
@@ -79,6 +88,13 @@ func (o *overlap) effect(ctx context.Context, env contracts.Envelope) error {
 			break
 		}
 	}
-	time.Sleep(time.Millisecond) // the side effect's own duration, not a wait for anything
+	if n > 1 {
+		o.once.Do(func() { close(o.both) })
+	}
+	select {
+	case <-o.both:
+	case <-time.After(25 * time.Millisecond):
+	case <-ctx.Done():
+	}
 	return nil
 }
