@@ -136,11 +136,16 @@ func (v *Validator) OnLockEvent(ctx context.Context, env contracts.Envelope, log
 		if err := t.PutLock(prID, next); err != nil {
 			return err
 		}
+		// One line per event: a merged both marks the PR and releases
+		// the lock, which is one change to follow in the logs.
+		merged, released := next.Merged && !lock.Merged, lock.Held() && !next.Held()
 		t.AfterCommit(func() {
-			if next.Merged && !lock.Merged {
+			switch {
+			case merged && released:
+				log.InfoContext(ctx, "pr marked merged, lock released", "holder", lock.Holder)
+			case merged:
 				log.InfoContext(ctx, "pr marked merged", "holder", next.Holder)
-			}
-			if lock.Held() && !next.Held() {
+			case released:
 				log.InfoContext(ctx, "pr lock released", "holder", lock.Holder)
 			}
 		})

@@ -258,3 +258,32 @@ func TestDefaultRequiredFromOptions(t *testing.T) {
 	h.do(http.MethodPut, "/api/v1/repos/acme/widgets/protection/main", "op-token", `{"required_contexts":["ci"]}`, http.StatusOK)
 	h.out.failed(h.send(pr(93, "feature/e", "main", bare)), contracts.CodeChecksPending)
 }
+
+// TestMergedLogsOneLine: the merged event that marks a held PR merged
+// also releases its lock — one change, one log line carrying the PR's ids,
+// not a line for each half.
+func TestMergedLogsOneLine(t *testing.T) {
+	h, req := startGreenPR(t, 90, "feature/one-line", "one line")
+	run := h.send(req)
+	v := h.out.validated(run)
+	h.follow(contracts.TypeMerged, contracts.ServiceMerger, 90, run, 1, contracts.Merged{Request: v.Request, MergeSHA: strings.Repeat("ef", 20)})
+	h.waitLock(90, "merged and released", func(l validator.Lock) bool { return l.Merged && !l.Held() })
+
+	const both = "pr marked merged, lock released"
+	deadline := time.Now().Add(wait)
+	for len(h.logs.Find(t, both)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q line after %s; the validator logged:\n%s", both, wait, h.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval: the line follows the commit
+	}
+	lines := h.logs.Find(t, both)
+	if len(lines) != 1 || lines[0]["pr_id"] != req.PRID || lines[0]["correlation_id"] != run || lines[0]["holder"] != run {
+		t.Fatalf("%q lines = %v; want one, for %s, run and holder %s", both, lines, req.PRID, run)
+	}
+	for _, half := range []string{"pr marked merged", "pr lock released"} {
+		if got := h.logs.Find(t, half); len(got) != 0 {
+			t.Errorf("%q logged as well: %v", half, got)
+		}
+	}
+}

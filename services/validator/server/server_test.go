@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/gittest"
 	"github.com/prsaga/prsaga/platform/httpx"
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/service"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
@@ -38,6 +40,7 @@ type harness struct {
 	repo *gittest.Repo
 	http *httptest.Server
 	out  *watcher
+	logs *logtest.Buffer // the validator's log lines (also in the test's output)
 }
 
 func startValidator(t *testing.T) *harness {
@@ -60,7 +63,8 @@ func startValidatorWith(t *testing.T, opts server.Options) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &logtest.Buffer{}
+	log := slog.New(slog.NewJSONHandler(io.MultiWriter(t.Output(), logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	run, err := service.Start(ctx, srv.Spec(), b, log, service.Options{
 		Backoff: []time.Duration{100 * time.Millisecond}, RelayPoll: 100 * time.Millisecond,
 	})
@@ -72,7 +76,7 @@ func startValidatorWith(t *testing.T, opts server.Options) *harness {
 	srv.Routes(mux)
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
-	return &harness{t: t, bus: b, db: db, repo: repo, http: hs, out: watch(t, b)}
+	return &harness{t: t, bus: b, db: db, repo: repo, http: hs, out: watch(t, b), logs: logs}
 }
 
 func (h *harness) postStatus(sha, context, state string) {
