@@ -76,6 +76,23 @@ func TestNewFileIsIncrementalAutoVacuum(t *testing.T) {
 	}
 }
 
+// The writer checkpoints the WAL every 4,000 pages, not SQLite's 1,000:
+// writing ~45 MB in transactions of 500 rows, the WAL grows past 1,000
+// frames (4 MiB) and is started over near 4,000 (16 MiB), never much past.
+func TestWALCheckpointsEvery4000Pages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	db := open(t, path, sqlite.Options{})
+	var peak int64
+	for i := 0; i < 24; i++ {
+		fillInbox(t, db, i*2000, 2000)
+		peak = max(peak, fileBytes(t, path+"-wal"))
+	}
+	const frame = 4096 + 24
+	if peak < 2000*frame || peak > 4500*frame {
+		t.Fatalf("WAL peaked at %d bytes (%d frames); want between 2,000 and 4,500 frames (a checkpoint every 4,000)", peak, peak/frame)
+	}
+}
+
 // A file filled and then pruned gives its pages back in Vacuum, and
 // fill/prune/vacuum cycles leave it no bigger than after the first.
 func TestVacuumReturnsPrunedPages(t *testing.T) {

@@ -99,3 +99,17 @@ func TestParseMetric(t *testing.T) {
 		t.Error("a sample without labels parsed; want it skipped")
 	}
 }
+
+// A quiet store whose WAL first reaches its checkpoint size (16.5 MB) in
+// the second half has not grown: the WAL is reused from then on.
+func TestJudgeSoakWALFillingLate(t *testing.T) {
+	const mb = 1 << 20
+	smp := samples(90, func(i int) map[string]int64 {
+		// Its WAL grows by 0.19 MB a second, to 16.5 MB at 85 s.
+		return map[string]int64{"notifier.sqlite": 2 * mb, "notifier.sqlite-wal": min(int64(i)*33*mb/170, 33*mb/2)}
+	})
+	series, judged, plateau := judgeSoak(smp, 20*time.Second, 0)
+	if !judged || !plateau {
+		t.Fatalf("judged %v plateau %v (series %+v); want a plateau", judged, plateau, series)
+	}
+}
