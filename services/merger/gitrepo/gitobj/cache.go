@@ -28,7 +28,7 @@ import (
 // no merge reads again (each merge writes its repository's next one),
 // and the heap's GC goal doubled that: 459 MB peak RSS for the whole
 // inproc run against 369 MB with 24 MiB, at the same CPU per saga
-// (docs/performance.md, issue 19).
+// (docs/performance-history.md, issue 19, round two).
 const DefaultCacheBytes = 24 << 20
 
 // Kinds of cached values; a hash is cached once per kind and repository.
