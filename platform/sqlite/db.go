@@ -103,8 +103,10 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 	// interiors, the right edges of time-ordered keys, a hot saga's leaf)
 	// are copied a quarter as often: in W2 at 10,000 sagas, when the
 	// ledger's tables have outgrown its page cache, 7% fewer read+write
-	// system calls and 7% less CPU per saga (docs/performance-history.md,
-	// round fourteen).
+	// system calls and 5% less CPU per saga (medians of six runs;
+	// docs/performance-history.md, round fourteen). The price: a checkpoint
+	// runs four times as long in the committing connection, and commits
+	// queued behind it wait (W1's p99 rose by a tenth or more).
 	q.Add("_pragma", "wal_autocheckpoint(4000)")
 	// A checkpoint that empties the WAL leaves the file at its high-water
 	// mark (a long read or a big transaction can make it large); the next
