@@ -90,6 +90,11 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
+	// Before journal_mode: switching a new file to WAL writes its first
+	// page, after which auto_vacuum can only change by a VACUUM
+	// (ensureIncremental's conversion, meant for files made before it). On
+	// an existing file this changes nothing.
+	q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_pragma", "foreign_keys(1)")

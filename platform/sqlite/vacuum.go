@@ -33,8 +33,9 @@ const (
 // autoVacuumIncremental is PRAGMA auto_vacuum's value for INCREMENTAL.
 const autoVacuumIncremental = 2
 
-// ensureIncremental makes the file auto_vacuum=INCREMENTAL. A new file (no
-// tables yet) or a FULL one just switches. A file created without it (by a
+// ensureIncremental makes the file auto_vacuum=INCREMENTAL. A new file is
+// so from its first page (Open's pragmas); a FULL one just switches. A
+// file created without it (by a
 // version before issue 17) is rewritten by VACUUM, once: crash-safe (the
 // copy replaces the old content in one transaction, through the WAL), but
 // it reads and writes the whole file and needs room for two more copies

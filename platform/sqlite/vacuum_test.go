@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prsaga/prsaga/platform/logging/logtest"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/platform/store"
 )
@@ -65,9 +66,14 @@ func fileBytes(t *testing.T, path string) int64 {
 }
 
 func TestNewFileIsIncrementalAutoVacuum(t *testing.T) {
-	db := open(t, filepath.Join(t.TempDir(), "db.sqlite"), sqlite.Options{}, kv)
+	log, logs := logtest.New()
+	db := open(t, filepath.Join(t.TempDir(), "db.sqlite"), sqlite.Options{Log: log}, kv)
 	if got := pragma(t, db, "auto_vacuum"); got != 2 {
 		t.Errorf("auto_vacuum of a new file: got %d, want 2 (INCREMENTAL)", got)
+	}
+	// Made so from its first page: no conversion, which is for old files.
+	if strings.Contains(logs.String(), "converted") {
+		t.Errorf("a new file was converted by a VACUUM: %s", logs.String())
 	}
 	// The WAL is cut back after a checkpoint instead of keeping its
 	// high-water mark.
