@@ -9,21 +9,37 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Buffer is a bytes.Buffer safe for concurrent use: servers and relays
 // under test write their logs (or a command its output) from their own
 // goroutines while the test polls what was written.
 type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed by the next Write (Wait's signal)
 }
 
 // Write appends p; it never fails.
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
 	return b.b.Write(p)
+}
+
+// next returns a channel the next Write closes.
+func (b *Buffer) next() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.written == nil {
+		b.written = make(chan struct{})
+	}
+	return b.written
 }
 
 // String returns everything written so far.
@@ -86,4 +102,24 @@ func (b *Buffer) Find(t testing.TB, msg string) []Record {
 		}
 	}
 	return found
+}
+
+// Wait returns the records whose message is msg once there is one, woken
+// by each write; it fails the test if none is written within d.
+func (b *Buffer) Wait(t testing.TB, msg string, d time.Duration) []Record {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		written := b.next() // before reading, so that no write is missed
+		if found := b.Find(t, msg); len(found) > 0 {
+			return found
+		}
+		select {
+		case <-written:
+		case <-deadline.C:
+			t.Fatalf("no %q line after %s; logged:\n%s", msg, d, b.String())
+			return nil
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prsaga/prsaga/platform/logging/logtest"
 )
@@ -47,4 +48,40 @@ func TestBytesIsACopy(t *testing.T) {
 	if string(b) != "a" || buf.String() != "ab" {
 		t.Errorf("Bytes = %q then String = %q; want a, ab", b, buf.String())
 	}
+}
+
+// Wait returns once another goroutine writes the line, and fails the test
+// when nothing does within its time.
+func TestWaitWokenByTheWrite(t *testing.T) {
+	log, buf := logtest.New()
+	go func() {
+		log.Info("other")
+		log.Info("done", "n", 1)
+	}()
+	if got := buf.Wait(t, "done", 10*time.Second); len(got) != 1 || got[0]["n"] != float64(1) {
+		t.Fatalf("Wait = %v; want the one done record", got)
+	}
+
+	failed := make(chan bool)
+	go func() {
+		ft := &fatalT{TB: t}
+		defer func() { failed <- ft.fatal }()
+		defer func() { recover() }()
+		buf.Wait(ft, "never", 20*time.Millisecond)
+	}()
+	if !<-failed {
+		t.Error("Wait for a line never written did not fail the test")
+	}
+}
+
+// fatalT records a Fatalf instead of ending the test.
+type fatalT struct {
+	testing.TB
+	fatal bool
+}
+
+func (f *fatalT) Helper() {}
+func (f *fatalT) Fatalf(string, ...any) {
+	f.fatal = true
+	panic("fatal")
 }

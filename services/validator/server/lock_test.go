@@ -270,14 +270,7 @@ func TestMergedLogsOneLine(t *testing.T) {
 	h.waitLock(90, "merged and released", func(l validator.Lock) bool { return l.Merged && !l.Held() })
 
 	const both = "pr marked merged, lock released"
-	deadline := time.Now().Add(wait)
-	for len(h.logs.Find(t, both)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q line after %s; the validator logged:\n%s", both, wait, h.logs.String())
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval: the line follows the commit
-	}
-	lines := h.logs.Find(t, both)
+	lines := h.logs.Wait(t, both, wait) // the line follows the commit
 	if len(lines) != 1 || lines[0]["pr_id"] != req.PRID || lines[0]["correlation_id"] != run || lines[0]["holder"] != run {
 		t.Fatalf("%q lines = %v; want one, for %s, run and holder %s", both, lines, req.PRID, run)
 	}
