@@ -6,3 +6,6 @@ func OnLinger(f func()) (restore func()) {
 	lingerHook.Store(&f)
 	return func() { lingerHook.Store(nil) }
 }
+
+// ConsumeError is consumeError.
+var ConsumeError = consumeError

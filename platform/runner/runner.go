@@ -175,6 +175,19 @@ const (
 	pullHeartbeat = 500 * time.Millisecond
 )
 
+// consumeError logs an error nats.go reports while consuming. A missed
+// heartbeat is the lost pull request above (docs/performance.md, "Stalls"):
+// the consumer delivered nothing for two heartbeats and nats.go pulled
+// again; an idle consumer gets heartbeats, so it is logged where operators
+// see it. The rest (a pull request's status) is nats.go's to handle.
+func consumeError(log *slog.Logger, err error) {
+	if errors.Is(err, jetstream.ErrNoHeartbeat) {
+		log.Info("pull request lost: no heartbeat for two intervals, pulled again", "heartbeat", pullHeartbeat.String())
+		return
+	}
+	log.Debug("consume", "err", err)
+}
+
 // Start creates the durable consumer — waiting for JetStream while it
 // cannot be reached (bus.Await), until ctx ends — and starts consuming.
 func Start(ctx context.Context, cfg Config) (*Runner, error) {
@@ -236,9 +249,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		}
 	}, jetstream.PullMaxMessages(max(2*cfg.Workers, ahead)),
 		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				cfg.Log.Debug("consume", "err", err)
-			}
+			consumeError(cfg.Log, err)
 		}))
 	if err != nil {
 		close(r.quit)
