@@ -33,3 +33,26 @@ func TestMissedHeartbeatIsLoggedAtInfo(t *testing.T) {
 		t.Errorf("other consume errors: %v, want one DEBUG line with the error", other)
 	}
 }
+
+// A runner asks for half its pull size at a time; below the largest intake,
+// that half is more than the intake holds, so a pull cannot be delivered
+// whole before a worker takes from the intake (the lost-request race needs
+// a whole pull delivered while nats.go is still sending it). Never less
+// than two messages per worker, never more than the largest intake.
+func TestPullHalfExceedsTheIntake(t *testing.T) {
+	for workers := 1; workers <= 8; workers++ {
+		for _, batch := range []int{1, 2, 16, 64} {
+			ahead := min(batch*workers, runner.MaxPullAhead)
+			got := runner.PullMax(workers, ahead)
+			if got < 2*workers || got < ahead {
+				t.Errorf("workers %d, ahead %d: pull %d, want at least %d and %d", workers, ahead, got, 2*workers, ahead)
+			}
+			if ahead < runner.MaxPullAhead/2 && got/2 <= ahead {
+				t.Errorf("workers %d, ahead %d: pull %d asks for %d at a time, not more than the intake holds", workers, ahead, got, got/2)
+			}
+			if ahead >= runner.MaxPullAhead/2 && got > max(2*workers, runner.MaxPullAhead) {
+				t.Errorf("workers %d, ahead %d: pull %d, want at most %d", workers, ahead, got, runner.MaxPullAhead)
+			}
+		}
+	}
+}

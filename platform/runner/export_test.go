@@ -9,3 +9,6 @@ func OnLinger(f func()) (restore func()) {
 
 // ConsumeError is consumeError.
 var ConsumeError = consumeError
+
+// PullMax is pullMax; MaxPullAhead is maxPullAhead.
+var PullMax, MaxPullAhead = pullMax, maxPullAhead

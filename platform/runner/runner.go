@@ -175,6 +175,18 @@ const (
 	pullHeartbeat = 500 * time.Millisecond
 )
 
+// pullMax is how many messages a runner keeps asked for. nats.go asks for
+// more only from a message's handler, and not while it is still sending its
+// last pull: a pull delivered whole in that moment leaves nothing asked for
+// until the heartbeat monitor notices, a second later (docs/performance.md,
+// "Stalls"; seen on the ledger's consumer). It asks for half of this at a
+// time; when that half is more than the intake holds (ahead), the hand-over
+// waits for a worker before a pull can arrive whole, which makes that moment
+// too short for it. Consumers pulling 256 ahead keep 256.
+func pullMax(workers, ahead int) int {
+	return max(2*workers, ahead, min(2*ahead+2, maxPullAhead))
+}
+
 // consumeError logs an error nats.go reports while consuming. A missed
 // heartbeat is the lost pull request above (docs/performance.md, "Stalls"):
 // the consumer delivered nothing for two heartbeats and nats.go pulled
@@ -247,7 +259,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 			// Not handled: redelivered after AckWait, to this or another instance.
 			r.release(d)
 		}
-	}, jetstream.PullMaxMessages(max(2*cfg.Workers, ahead)),
+	}, jetstream.PullMaxMessages(pullMax(cfg.Workers, ahead)),
 		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			consumeError(cfg.Log, err)
 		}))
