@@ -181,8 +181,8 @@ const (
 // until the heartbeat monitor notices, a second later (docs/performance.md,
 // "Stalls"; seen on the ledger's consumer). It asks for half of this at a
 // time; when that half is more than the intake holds (ahead), the hand-over
-// waits for a worker before a pull can arrive whole, which makes that moment
-// too short for it. Consumers pulling 256 ahead keep 256.
+// waits for a worker before a pull can arrive whole, which that moment
+// rarely allows. Consumers pulling 256 ahead keep 256.
 func pullMax(workers, ahead int) int {
 	return max(2*workers, ahead, min(2*ahead+2, maxPullAhead))
 }
