@@ -119,6 +119,11 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 	// frames of 4 KiB and their headers).
 	q.Add("_pragma", "journal_size_limit(16777216)")
 	q.Set("_txlock", "immediate")
+	// WAL frames gathered into one write per commit (walvfs.go).
+	if err := registerWALVFS(); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	q.Set("vfs", walVFS)
 	dsn := "file:" + path + "?" + q.Encode()
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
