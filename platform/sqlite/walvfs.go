@@ -342,11 +342,17 @@ func walTruncate(tls *libc.TLS, pFile uintptr, size int64) int32 {
 	return fn[func(*libc.TLS, uintptr, int64) int32](innerMethods(pFile).FxTruncate)(tls, inner(pFile), size)
 }
 
-func walSync(tls *libc.TLS, pFile uintptr, flags int32) int32 {
+// flushThen writes what pFile gathered, then calls the default VFS's method
+// m, one of those taking an int (xSync, xLock, xUnlock).
+func flushThen(tls *libc.TLS, pFile, m uintptr, arg int32) int32 {
 	if rc := flush(tls, pFile); rc != lib.SQLITE_OK {
 		return rc
 	}
-	return fn[func(*libc.TLS, uintptr, int32) int32](innerMethods(pFile).FxSync)(tls, inner(pFile), flags)
+	return fn[func(*libc.TLS, uintptr, int32) int32](m)(tls, inner(pFile), arg)
+}
+
+func walSync(tls *libc.TLS, pFile uintptr, flags int32) int32 {
+	return flushThen(tls, pFile, innerMethods(pFile).FxSync, flags)
 }
 
 func walFileSizeFn(tls *libc.TLS, pFile, pSize uintptr) int32 {
@@ -357,17 +363,11 @@ func walFileSizeFn(tls *libc.TLS, pFile, pSize uintptr) int32 {
 }
 
 func walLock(tls *libc.TLS, pFile uintptr, lock int32) int32 {
-	if rc := flush(tls, pFile); rc != lib.SQLITE_OK {
-		return rc
-	}
-	return fn[func(*libc.TLS, uintptr, int32) int32](innerMethods(pFile).FxLock)(tls, inner(pFile), lock)
+	return flushThen(tls, pFile, innerMethods(pFile).FxLock, lock)
 }
 
 func walUnlock(tls *libc.TLS, pFile uintptr, lock int32) int32 {
-	if rc := flush(tls, pFile); rc != lib.SQLITE_OK {
-		return rc
-	}
-	return fn[func(*libc.TLS, uintptr, int32) int32](innerMethods(pFile).FxUnlock)(tls, inner(pFile), lock)
+	return flushThen(tls, pFile, innerMethods(pFile).FxUnlock, lock)
 }
 
 func walCheckReservedLock(tls *libc.TLS, pFile, pResOut uintptr) int32 {

@@ -201,15 +201,16 @@ const walCrashEnv = "PRSAGA_TEST_WALCRASH_DB"
 // returned, and no part of one that did not: the writer runs in a child
 // process that reports each commit, and is killed with SIGKILL.
 func TestWALKilledWriterKeepsEveryCommit(t *testing.T) {
-	if os.Getenv(walCrashEnv) != "" {
-		t.Skip("the child's half runs in TestWALKilledWriterChild")
+	if path := os.Getenv(walCrashEnv); path != "" {
+		walWriter(t, path) // this process is the child
+		return
 	}
 	path := filepath.Join(t.TempDir(), "db.sqlite")
 	reported := -1
 	for round := range 6 {
 		sync := round%2 == 1 // synchronous=FULL as well as NORMAL
 		ctx, cancel := context.WithTimeout(testContext(t), 60*time.Second)
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWALKilledWriterChild$", "-test.count=1")
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWALKilledWriterKeepsEveryCommit$", "-test.count=1")
 		cmd.Env = append(os.Environ(), walCrashEnv+"="+path, fmt.Sprintf("PRSAGA_TEST_WALCRASH_SYNC=%t", sync))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -252,12 +253,10 @@ func TestWALKilledWriterKeepsEveryCommit(t *testing.T) {
 	}
 }
 
-// TestWALKilledWriterChild is the writer of TestWALKilledWriterKeepsEveryCommit.
-func TestWALKilledWriterChild(t *testing.T) {
-	path := os.Getenv(walCrashEnv)
-	if path == "" {
-		t.Skip("run by TestWALKilledWriterKeepsEveryCommit")
-	}
+// walWriter is the child of TestWALKilledWriterKeepsEveryCommit: it commits
+// transactions into path and reports each, until it is killed (or gives up
+// after 40 s).
+func walWriter(t *testing.T, path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	db, err := sqlite.Open(ctx, path, sqlite.Options{Sync: os.Getenv("PRSAGA_TEST_WALCRASH_SYNC") == "true"}, blobs)
