@@ -112,18 +112,24 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // (inside a runner, the handling span's), so that a log line leads to its
 // trace.
 func ForEvent(l *slog.Logger, env contracts.Envelope) *slog.Logger {
-	args := []any{
-		"correlation_id", env.Meta.CorrelationID,
-		"pr_id", env.Req().PRID,
-		"event_id", env.Event.ID(),
-		"event_type", env.Event.Type(),
-		"causation_id", env.Meta.CausationID,
-		"attempt", env.Meta.Attempt,
-	}
+	return slog.New(l.Handler().WithAttrs(EventAttrs(env)))
+}
+
+// EventAttrs are the attributes ForEvent adds, in their order on a line.
+func EventAttrs(env contracts.Envelope) []slog.Attr {
+	as := make([]slog.Attr, 0, 8)
+	as = append(as,
+		slog.String("correlation_id", env.Meta.CorrelationID),
+		slog.String("pr_id", env.Req().PRID),
+		slog.String("event_id", env.Event.ID()),
+		slog.String("event_type", env.Event.Type()),
+		slog.String("causation_id", env.Meta.CausationID),
+		slog.Int("attempt", env.Meta.Attempt),
+	)
 	if traceID, spanID, err := ParseTraceParent(env.Meta.TraceParent); err == nil {
-		args = append(args, "trace_id", traceID, "span_id", spanID)
+		as = append(as, slog.String("trace_id", traceID), slog.String("span_id", spanID))
 	}
-	return l.With(args...)
+	return as
 }
 
 // ParseTraceParent returns the trace id and parent span id of a W3C

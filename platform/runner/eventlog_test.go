@@ -31,6 +31,7 @@ func TestEventLogWritesWhatForEventWrites(t *testing.T) {
 		ctx := context.Background()
 		l.DebugContext(ctx, "not enabled")
 		l.InfoContext(ctx, "handled", "k", 1)
+		l.InfoContext(ctx, "many", "a", 1, "b", "two", "c", 3.5, "d", true, "e", time.Second, "f", nil, slog.Group("grp", "z", 1), "", "x")
 		l.With("step", "VALIDATING").WarnContext(ctx, "with attrs")
 		l.WithGroup("g").Info("in a group", "x", "y")
 	}
@@ -54,8 +55,8 @@ func TestEventLogWritesWhatForEventWrites(t *testing.T) {
 	if got != want {
 		t.Errorf("lazy logger wrote\n%s\nForEvent's wrote\n%s", got, want)
 	}
-	if n := strings.Count(got, "\n"); n != 3 || !strings.Contains(got, `"correlation_id":"req-log-1"`) || !strings.Contains(got, `"trace_id":"0af7651916cd43dd8448eb211c80319c"`) {
-		t.Errorf("want 3 lines with the event's ids, got %d:\n%s", n, got)
+	if n := strings.Count(got, "\n"); n != 4 || !strings.Contains(got, `"correlation_id":"req-log-1"`) || !strings.Contains(got, `"trace_id":"0af7651916cd43dd8448eb211c80319c"`) {
+		t.Errorf("want 4 lines with the event's ids, got %d:\n%s", n, got)
 	}
 }
 
