@@ -131,11 +131,13 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 func printBench(w io.Writer, r bench.Result) {
 	fmt.Fprintf(w, "mode=%s durability=%s workload=%s watchers=%d preload=%d elapsed=%.2fs\n",
 		r.Mode, r.Durability, r.Workload, r.Watchers, r.Preload, r.ElapsedSeconds)
-	fmt.Fprintf(w, "peak RSS %.1f MB%s  CPU %.2f s (%.2f ms per saga)  syscalls %s\n",
-		mb(r.PeakRSSBytes), timedPeakText(r.TimedPeakRSSBytes), r.CPUSeconds, r.CPUMsPerSaga, syscallsText(r.Syscalls, r.SyscallsPerSaga))
+	fmt.Fprintf(w, "peak RSS %.1f MB%s  CPU %.2f s (%.2f ms per saga)  syscalls %s  page faults %s\n",
+		mb(r.PeakRSSBytes), timedPeakText(r.TimedPeakRSSBytes), r.CPUSeconds, r.CPUMsPerSaga, syscallsText(r.Syscalls, r.SyscallsPerSaga),
+		faultsText(r.PageFaults, r.PageFaultsPerSaga))
 	for _, p := range r.SortedProcesses() {
-		fmt.Fprintf(w, "  %-24s peak RSS %7.1f MB%s  CPU %7.2f s  syscalls %s\n",
-			p.Name, mb(p.PeakRSSBytes), timedPeakText(p.TimedPeakRSSBytes), p.CPUSeconds, syscallsText(p.Syscalls, p.SyscallsPerSaga))
+		fmt.Fprintf(w, "  %-24s peak RSS %7.1f MB%s  CPU %7.2f s  syscalls %s  page faults %s\n",
+			p.Name, mb(p.PeakRSSBytes), timedPeakText(p.TimedPeakRSSBytes), p.CPUSeconds, syscallsText(p.Syscalls, p.SyscallsPerSaga),
+			faultsText(p.PageFaults, p.PageFaultsPerSaga))
 	}
 	fmt.Fprintf(w, "  syscalls counted: %s\n", r.SyscallSource)
 	if m := r.MemoryAtPeak; m != nil {
@@ -186,6 +188,17 @@ func syscallsText(c *bench.SyscallCount, perSaga *float64) string {
 		return fmt.Sprintf("%d (%d r + %d w)", c.Total(), c.Read, c.Write)
 	}
 	return fmt.Sprintf("%.1f per saga (%d r + %d w)", *perSaga, c.Read, c.Write)
+}
+
+// faultsText is "X per saga (N)", "N" without ok sagas, or "n/a".
+func faultsText(n *int64, perSaga *float64) string {
+	switch {
+	case n == nil:
+		return "n/a"
+	case perSaga == nil:
+		return fmt.Sprintf("%d", *n)
+	}
+	return fmt.Sprintf("%.1f per saga (%d)", *perSaga, *n)
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

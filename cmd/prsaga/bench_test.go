@@ -207,10 +207,39 @@ func checkSyscallsJSON(t *testing.T, r bench.Result) {
 	if r.CPUMsPerSaga <= 0 {
 		t.Errorf("cpu_ms_per_saga %v", r.CPUMsPerSaga)
 	}
+	checkFaultsJSON(t, r)
+}
+
+// checkFaultsJSON checks the page fault figures of a run on Linux: every
+// process touched memory it had not touched before in the timed part (its
+// heap grows with the sagas' messages and rows), and the run's count is the
+// sum of its processes'.
+func checkFaultsJSON(t *testing.T, r bench.Result) {
+	t.Helper()
+	if r.PageFaults == nil || r.PageFaultsPerSaga == nil {
+		t.Fatalf("no page fault figures on Linux: %v %v", r.PageFaults, r.PageFaultsPerSaga)
+	}
+	if want := float64(*r.PageFaults) / float64(r.OK); *r.PageFaults <= 0 || *r.PageFaultsPerSaga != want {
+		t.Errorf("page faults %d, %v per saga (want %v)", *r.PageFaults, *r.PageFaultsPerSaga, want)
+	}
+	var sum int64
+	for _, p := range r.Processes {
+		if p.PageFaults == nil || *p.PageFaults <= 0 {
+			t.Errorf("process %s: page faults %v", p.Name, p.PageFaults)
+			continue
+		}
+		sum += *p.PageFaults
+	}
+	if sum != *r.PageFaults {
+		t.Errorf("processes' page faults sum to %d, the run's to %d", sum, *r.PageFaults)
+	}
 }
 
 // syscallsPerSaga is the report's "syscalls X per saga (R r + W w)".
 var syscallsPerSaga = regexp.MustCompile(`syscalls (\d+\.\d) per saga \((\d+) r \+ (\d+) w\)`)
+
+// faultsPerSaga is the report's "page faults X per saga (N)".
+var faultsPerSaga = regexp.MustCompile(`page faults (\d+\.\d) per saga \((\d+)\)`)
 
 // checkSyscallsText checks the text report: the run's line and each of
 // its processes' lines carry syscalls per saga (> 0 on Linux, n/a
@@ -224,7 +253,19 @@ func checkSyscallsText(t *testing.T, out string, processes int) {
 		if n := strings.Count(out, "syscalls n/a"); n != processes+1 {
 			t.Errorf("%d n/a syscall figures, want %d:\n%s", n, processes+1, out)
 		}
+		if n := strings.Count(out, "page faults n/a"); n != processes+1 {
+			t.Errorf("%d n/a page fault figures, want %d:\n%s", n, processes+1, out)
+		}
 		return
+	}
+	fs := faultsPerSaga.FindAllStringSubmatch(out, -1)
+	if len(fs) != processes+1 {
+		t.Errorf("%d page fault figures, want %d (the run and each process):\n%s", len(fs), processes+1, out)
+	}
+	for _, m := range fs {
+		if per, _ := strconv.ParseFloat(m[1], 64); per <= 0 {
+			t.Errorf("implausible page fault figure %q:\n%s", m[0], out)
+		}
 	}
 	if !strings.Contains(out, "syscalls counted: read+write syscalls: syscr + syscw of /proc/[pid]/io") {
 		t.Errorf("the report does not name /proc/<pid>/io's syscr and syscw:\n%s", out)

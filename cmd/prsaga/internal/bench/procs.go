@@ -187,18 +187,19 @@ func (p *procs) URL(service string) string {
 }
 
 func (p *procs) Usage() []procUsage {
-	cpu, rss := selfUsage()
-	out := []procUsage{{Name: "bench + nats", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self")}}
+	cpu, rss, faults := selfUsage()
+	out := []procUsage{{Name: "bench + nats", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self"), Faults: faults}}
 	for _, c := range p.children {
 		u := procUsage{Name: c.name}
 		select {
 		case <-c.done:
 			// An exited child's I/O counts went with its /proc entry:
 			// the run reads them while the children still run.
-			u.CPU, u.PeakRSS = exitedUsage(c.cmd.ProcessState)
+			u.CPU, u.PeakRSS, u.Faults = exitedUsage(c.cmd.ProcessState)
 		default:
 			pid := c.cmd.Process.Pid
-			u.CPU, u.PeakRSS, u.Syscalls = procCPU(pid), procPeakRSS(pid), procSyscalls(strconv.Itoa(pid))
+			u.CPU, u.Faults = procCPU(pid)
+			u.PeakRSS, u.Syscalls = procPeakRSS(pid), procSyscalls(strconv.Itoa(pid))
 		}
 		out = append(out, u)
 	}

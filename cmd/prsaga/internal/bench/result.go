@@ -43,13 +43,19 @@ type Result struct {
 	// Syscalls every process made during the timed part, as counted by
 	// SyscallSource; nil (and SyscallsPerSaga nil) when any process's
 	// count is unavailable.
-	Syscalls        *SyscallCount  `json:"syscalls"`
-	SyscallsPerSaga *float64       `json:"syscalls_per_saga"`
-	SyscallSource   string         `json:"syscall_source"`
-	Processes       []ProcessUsage `json:"processes"`
-	Steps           []Quantiles    `json:"steps"`
-	Queries         []QueryStat    `json:"queries,omitempty"`
-	Soak            *SoakReport    `json:"soak,omitempty"`
+	Syscalls        *SyscallCount `json:"syscalls"`
+	SyscallsPerSaga *float64      `json:"syscalls_per_saga"`
+	SyscallSource   string        `json:"syscall_source"`
+	// PageFaults every process took during the timed part (minor and
+	// major: getrusage, /proc/<pid>/stat); nil when any process's count is
+	// unavailable. A first touch of anonymous memory is one, and costs
+	// far more CPU on some virtual machines than on bare metal.
+	PageFaults        *int64         `json:"page_faults,omitempty"`
+	PageFaultsPerSaga *float64       `json:"page_faults_per_saga,omitempty"`
+	Processes         []ProcessUsage `json:"processes"`
+	Steps             []Quantiles    `json:"steps"`
+	Queries           []QueryStat    `json:"queries,omitempty"`
+	Soak              *SoakReport    `json:"soak,omitempty"`
 	// Problems found by the world check, and why sagas failed (capped).
 	Problems []string `json:"problems,omitempty"`
 	TimedOut bool     `json:"timed_out"`
@@ -65,6 +71,9 @@ type ProcessUsage struct {
 	// Syscalls during the timed part; nil where /proc does not say.
 	Syscalls        *SyscallCount `json:"syscalls"`
 	SyscallsPerSaga *float64      `json:"syscalls_per_saga"`
+	// PageFaults during the timed part; nil where unknown.
+	PageFaults        *int64   `json:"page_faults,omitempty"`
+	PageFaultsPerSaga *float64 `json:"page_faults_per_saga,omitempty"`
 }
 
 // Quantiles of one measured span.

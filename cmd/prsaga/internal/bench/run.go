@@ -260,6 +260,8 @@ func summarise(res *Result, d *driver, out []outcome, setup, before, after, fina
 	res.Steps = append(res.Steps, q)
 	var cpu time.Duration
 	sys, sysKnown := SyscallCount{}, len(final) > 0
+	var faults int64
+	faultsKnown := len(final) > 0
 	for i := range final {
 		u := ProcessUsage{Name: final[i].Name, PeakRSSBytes: final[i].PeakRSS}
 		if i < len(setup) {
@@ -273,6 +275,15 @@ func summarise(res *Result, d *driver, out []outcome, setup, before, after, fina
 			u.CPUSeconds = (after[i].CPU - before[i].CPU).Seconds()
 			cpu += after[i].CPU - before[i].CPU
 			u.Syscalls = syscallsBetween(before[i].Syscalls, after[i].Syscalls)
+			if before[i].Faults >= 0 && after[i].Faults >= before[i].Faults {
+				n := after[i].Faults - before[i].Faults
+				u.PageFaults, u.PageFaultsPerSaga = &n, perOK(n, res.OK)
+			}
+		}
+		if u.PageFaults != nil {
+			faults += *u.PageFaults
+		} else {
+			faultsKnown = false
 		}
 		if u.Syscalls != nil {
 			sys.Read += u.Syscalls.Read
@@ -291,6 +302,9 @@ func summarise(res *Result, d *driver, out []outcome, setup, before, after, fina
 	res.SyscallSource = syscallsUnavailable
 	if sysKnown {
 		res.Syscalls, res.SyscallsPerSaga, res.SyscallSource = &sys, perOK(sys.Total(), res.OK), SyscallSource
+	}
+	if faultsKnown {
+		res.PageFaults, res.PageFaultsPerSaga = &faults, perOK(faults, res.OK)
 	}
 	res.Line = res.FormatLine()
 }

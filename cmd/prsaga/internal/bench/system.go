@@ -36,6 +36,8 @@ type procUsage struct {
 	PeakRSS int64
 	// Syscalls so far (/proc/<pid>/io); nil where /proc does not say.
 	Syscalls *SyscallCount
+	// Faults is the page faults so far (minor and major); -1 where unknown.
+	Faults int64
 }
 
 // busConfig is the bus configuration of cfg, for the benchmark's client.
@@ -88,8 +90,8 @@ func startInproc(ctx context.Context, cfg config.Config) (*inproc, error) {
 func (s *inproc) Client() *bus.Bus  { return s.b }
 func (s *inproc) URL(string) string { return s.st.URL }
 func (s *inproc) Usage() []procUsage {
-	cpu, rss := selfUsage()
-	return []procUsage{{Name: "prsaga (all services)", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self")}}
+	cpu, rss, faults := selfUsage()
+	return []procUsage{{Name: "prsaga (all services)", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self"), Faults: faults}}
 }
 
 func (s *inproc) ResetPeakRSS() bool { return resetPeakRSS("self") }

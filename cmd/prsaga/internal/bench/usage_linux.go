@@ -15,34 +15,39 @@ import (
 // every Linux architecture Go runs on.
 const clockTicks = 100
 
-// selfUsage is this process's CPU time (user+system) and peak RSS.
-func selfUsage() (time.Duration, int64) {
+// selfUsage is this process's CPU time (user+system), peak RSS and page
+// faults so far.
+func selfUsage() (time.Duration, int64, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
+		return 0, 0, -1
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Maxrss * 1024
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Maxrss * 1024, ru.Minflt + ru.Majflt
 }
 
-// procCPU is a running process's CPU time so far (/proc/<pid>/stat).
-func procCPU(pid int) time.Duration {
+// procCPU is a running process's CPU time and page faults so far
+// (/proc/<pid>/stat); faults -1 when unreadable.
+func procCPU(pid int) (time.Duration, int64) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, -1
 	}
 	// The command name (field 2) is in parentheses and may hold spaces.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0
+		return 0, -1
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state): utime and stime are fields 14 and 15.
+	// f[0] is field 3 (state): minflt and majflt are fields 10 and 12,
+	// utime and stime 14 and 15.
 	if len(f) < 13 {
-		return 0
+		return 0, -1
 	}
+	minflt, _ := strconv.ParseInt(f[7], 10, 64)
+	majflt, _ := strconv.ParseInt(f[9], 10, 64)
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / clockTicks
+	return time.Duration(ut+st) * time.Second / clockTicks, minflt + majflt
 }
 
 // procPeakRSS is a running process's peak RSS (VmHWM of /proc/<pid>/status).
@@ -136,13 +141,14 @@ func resetPeakRSS(pid string) bool {
 	return werr == nil && cerr == nil
 }
 
-// exitedUsage is an exited child's CPU time and peak RSS from its rusage.
-func exitedUsage(ps *os.ProcessState) (time.Duration, int64) {
+// exitedUsage is an exited child's CPU time, peak RSS and page faults from
+// its rusage.
+func exitedUsage(ps *os.ProcessState) (time.Duration, int64, int64) {
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
 	if !ok || ru == nil {
-		return 0, 0
+		return 0, 0, -1
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Maxrss * 1024
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Maxrss * 1024, ru.Minflt + ru.Majflt
 }
 
 // dieWithParent asks the kernel to kill the child if this process dies
