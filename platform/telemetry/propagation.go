@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"crypto/sha256"
-	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"go.opentelemetry.io/otel/propagation"
@@ -95,16 +94,13 @@ func cloneContext(e *event.Event) *event.Event {
 	return &out
 }
 
-// headerValue reads a NATS header case-insensitively (bus.Encode writes
-// lower-case ce-* names; other publishers may not).
+// headerValue reads a header of a message the relay publishes: an outbox
+// row that bus.Encode made, whose names are lower-case (ce-*) as written.
+// An exact lookup, then: a missing header (ce-tracestate, mostly) would
+// otherwise cost a case-folding scan of every name on every publish.
 func headerValue(h map[string][]string, name string) string {
 	if vs := h[name]; len(vs) > 0 {
 		return vs[0]
-	}
-	for k, vs := range h {
-		if len(vs) > 0 && strings.EqualFold(k, name) {
-			return vs[0]
-		}
 	}
 	return ""
 }
