@@ -36,7 +36,7 @@ func newTelemetry(t *testing.T, exp sdktrace.SpanExporter) *telemetry.Telemetry 
 	return tel
 }
 
-func requested(t *testing.T, traceParent string) contracts.Envelope {
+func requested(t testing.TB, traceParent string) contracts.Envelope {
 	t.Helper()
 	r := storetest.Request()
 	return contractstest.Envelope(t, "req-1", contracts.TypeMergeRequested, "https://forge.example/acme", r.PRID, time.Now(), r,
