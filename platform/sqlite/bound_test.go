@@ -91,3 +91,90 @@ func TestUnitsOfATransactionShareBoundStatements(t *testing.T) {
 		}
 	}
 }
+
+// A query of many rows in a transaction runs its cached statement, and
+// while its rows are open the same query — a nested loop over it, or the
+// same SQL as one row — runs unprepared instead of resetting the rows under
+// their reader: every loop reads every row.
+func TestQueryRowsHoldTheirStatementUntilClosed(t *testing.T) {
+	db := openGroupDB(t)
+	ctx := context.Background()
+	const all = `SELECT k FROM kv WHERE v >= ? ORDER BY k`
+	keys := []string{"a", "b", "c"}
+	if err := db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*Tx)
+		for _, k := range keys {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO kv (k, v) VALUES (?, 1)`, k); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.QueryContext(ctx, all, 0) // unprepared: prepared after the transaction
+		if err != nil {
+			return err
+		}
+		_, err = ScanSet(rows, err)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if db.stmts.get(all) == nil {
+		t.Fatal("the query was not cached after its first transaction")
+	}
+	var pairs []string
+	if err := db.Update(ctx, func(stx store.Tx) error {
+		tx := stx.(*Tx)
+		outer, err := tx.QueryContext(ctx, all, 0)
+		if err != nil {
+			return err
+		}
+		defer outer.Close()
+		if _, ok := tx.bound.rows[tx.bound.stmts[db.stmts.get(all)]]; !ok {
+			t.Error("the outer rows were not read with the cached statement")
+		}
+		for outer.Next() {
+			var o string
+			if err := outer.Scan(&o); err != nil {
+				return err
+			}
+			var first string
+			if err := tx.QueryRowContext(ctx, all, 0).Scan(&first); err != nil {
+				return fmt.Errorf("one row of the same query: %w", err)
+			}
+			inner, err := tx.QueryContext(ctx, all, 0)
+			if err != nil {
+				return err
+			}
+			for inner.Next() {
+				var i string
+				if err := inner.Scan(&i); err != nil {
+					inner.Close()
+					return err
+				}
+				pairs = append(pairs, first+o+i)
+			}
+			if err := inner.Close(); err != nil {
+				return err
+			}
+		}
+		if err := outer.Err(); err != nil {
+			return err
+		}
+		outer.Close()
+		// Closed, the rows give their statement back.
+		if tx.stmt(ctx, db.stmts.get(all)) == nil {
+			t.Error("the statement is still held after its rows were closed")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, o := range keys {
+		for _, i := range keys {
+			want = append(want, "a"+o+i)
+		}
+	}
+	if fmt.Sprint(pairs) != fmt.Sprint(want) {
+		t.Errorf("nested reads of one query gave %v, want %v", pairs, want)
+	}
+}

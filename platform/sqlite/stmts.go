@@ -64,15 +64,19 @@ func (c *stmtCache) close() {
 }
 
 // The statement methods of Tx shadow those of the embedded *sql.Tx, so
-// that every service's writes reuse prepared statements without changing
-// a line. A *sql.Row must be scanned before the same query runs again in
-// the transaction (they share one SQLite statement); multi-row queries are
-// not cached, so iterating Rows while running other statements is safe.
+// that every service's statements reuse prepared ones without changing a
+// line. A *sql.Row must be scanned before the same query runs again in
+// the transaction (they share one SQLite statement). Rows of a query hold
+// its statement until they are closed: the same query run meanwhile (a
+// nested loop over one query) is prepared for that call alone.
 
 // ExecContext executes a statement in the transaction.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if s := tx.db.stmts.get(query); s != nil {
-		return tx.stmt(ctx, s).ExecContext(ctx, args...)
+		if ts := tx.stmt(ctx, s); ts != nil {
+			return ts.ExecContext(ctx, args...)
+		}
+		return tx.Tx.ExecContext(ctx, query, args...)
 	}
 	tx.miss(query)
 	return tx.Tx.ExecContext(ctx, query, args...)
@@ -86,10 +90,34 @@ func (tx *Tx) Exec(query string, args ...any) (sql.Result, error) {
 // QueryRowContext runs a query expected to return at most one row.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if s := tx.db.stmts.get(query); s != nil {
-		return tx.stmt(ctx, s).QueryRowContext(ctx, args...)
+		if ts := tx.stmt(ctx, s); ts != nil {
+			return ts.QueryRowContext(ctx, args...)
+		}
+		return tx.Tx.QueryRowContext(ctx, query, args...)
 	}
 	tx.miss(query)
 	return tx.Tx.QueryRowContext(ctx, query, args...)
+}
+
+// QueryContext runs a query of any number of rows in the transaction (the
+// validator reads a commit's statuses so on every request: parsing the
+// query each time was ~1.5% of a saga's CPU).
+func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := tx.db.stmts.get(query); s != nil {
+		if ts := tx.stmt(ctx, s); ts != nil {
+			rows, err := ts.QueryContext(ctx, args...)
+			tx.reading(ts, rows)
+			return rows, err
+		}
+		return tx.Tx.QueryContext(ctx, query, args...)
+	}
+	tx.miss(query)
+	return tx.Tx.QueryContext(ctx, query, args...)
+}
+
+// Query is QueryContext with context.Background, as sql.Tx.Query.
+func (tx *Tx) Query(query string, args ...any) (*sql.Rows, error) {
+	return tx.QueryContext(context.Background(), query, args...)
 }
 
 // QueryRow is QueryRowContext with context.Background, as sql.Tx.QueryRow.
