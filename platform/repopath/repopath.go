@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/prsaga/prsaga/contracts"
 )
@@ -128,14 +129,19 @@ func (r Root) Resolve(repo string) (string, error) {
 // the repos dir and is bare, as what Resolve accepts; in every other case
 // — a link, a missing element, an error — Verify asks Resolve itself.
 // Like Resolve's, its answer holds when it is given: its lstats, like
-// Resolve's, follow one another.
+// Resolve's, follow one another. The bare-repository test of a directory
+// unchanged since an earlier call is that call's (bare.go): the lstats are
+// made every time.
 func (r Root) Verify(repo string) error {
 	dir, err := r.Path(repo)
 	if err != nil {
 		return err
 	}
-	if plainDir(filepath.Dir(dir)) && plainDir(dir) && IsBare(dir) {
-		return nil
+	asked := time.Now()
+	if plainDir(filepath.Dir(dir)) {
+		if s, ok := plainDirStamp(dir); ok && isBareAt(dir, s, asked) {
+			return nil
+		}
 	}
 	_, err = r.Resolve(repo)
 	return err
