@@ -1,56 +1,26 @@
-package repopath
+package repopath_test
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prsaga/prsaga/platform/repopath"
 )
 
-// countBare counts IsBare's calls for the test and sets the racy window.
-func countBare(t testing.TB, window time.Duration) *atomic.Int64 {
-	t.Helper()
-	var n atomic.Int64
-	oldBare, oldWindow := isBare, racyWindow
-	isBare = func(dir string) bool { n.Add(1); return IsBare(dir) }
-	racyWindow = window
-	bareDirs.mu.Lock()
-	clear(bareDirs.dirs)
-	bareDirs.mu.Unlock()
-	t.Cleanup(func() { isBare, racyWindow = oldBare, oldWindow })
-	return &n
-}
-
-// makeBare lays out what IsBare asks for under root/acme/<name>.git.
+// makeBare lays out a bare repository (mkBare) at root/acme/<name>.git.
 func makeBare(t testing.TB, root, name string) string {
 	t.Helper()
-	dir := filepath.Join(root, "acme", name+".git")
-	for _, d := range []string{"objects", "refs"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return mkBare(t, filepath.Join(root, "acme", name+".git"))
 }
 
 // settle waits (bounded) until dir's times lie beyond the racy window.
 func settle(t testing.TB, dir string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s, ok := plainDirStamp(dir)
-		if !ok {
-			t.Fatalf("%s is not a directory", dir)
-		}
-		cut := time.Now().Add(-racyWindow).UnixNano()
-		if s.mtime < cut && s.ctime < cut {
-			return
-		}
+	for !repopath.Settled(dir) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s's times did not settle", dir)
 		}
@@ -62,8 +32,8 @@ func settle(t testing.TB, dir string) {
 // again; any change of its entries — HEAD removed, objects replaced by a
 // file, the directory replaced by another — is seen at once.
 func TestVerifyRemembersABareRepositoryUntilItChanges(t *testing.T) {
-	calls := countBare(t, 30*time.Millisecond)
-	root := New(t.TempDir())
+	calls := repopath.CountBare(t, 30*time.Millisecond)
+	root := repopath.New(t.TempDir())
 	dir := makeBare(t, root.Dir(), "widgets")
 	settle(t, dir)
 	verify := func(want error) {
@@ -82,7 +52,7 @@ func TestVerifyRemembersABareRepositoryUntilItChanges(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "HEAD")); err != nil {
 		t.Fatal(err)
 	}
-	verify(ErrNotFound)
+	verify(repopath.ErrNotFound)
 	if err := os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +65,7 @@ func TestVerifyRemembersABareRepositoryUntilItChanges(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "objects"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	verify(ErrNotFound)
+	verify(repopath.ErrNotFound)
 
 	// Another directory in its place: a new inode, with times of its own.
 	if err := os.Rename(dir, dir+".old"); err != nil {
@@ -104,7 +74,7 @@ func TestVerifyRemembersABareRepositoryUntilItChanges(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	verify(ErrNotFound)
+	verify(repopath.ErrNotFound)
 	makeBare(t, root.Dir(), "widgets")
 	before := calls.Load()
 	verify(nil)
@@ -117,8 +87,8 @@ func TestVerifyRemembersABareRepositoryUntilItChanges(t *testing.T) {
 // every time: a change in the same clock tick could leave its times as
 // they were.
 func TestVerifyDoesNotRememberARecentlyChangedRepository(t *testing.T) {
-	calls := countBare(t, time.Hour)
-	root := New(t.TempDir())
+	calls := repopath.CountBare(t, time.Hour)
+	root := repopath.New(t.TempDir())
 	makeBare(t, root.Dir(), "widgets")
 	for range 3 {
 		if err := root.Verify("acme/widgets"); err != nil {
@@ -138,8 +108,8 @@ func BenchmarkVerifyCache(b *testing.B) {
 		window time.Duration
 	}{{"remembered", 10 * time.Millisecond}, {"changed-just-now", time.Hour}} {
 		b.Run(c.name, func(b *testing.B) {
-			countBare(b, c.window)
-			root := New(b.TempDir())
+			repopath.CountBare(b, c.window)
+			root := repopath.New(b.TempDir())
 			dir := makeBare(b, root.Dir(), "widgets")
 			if c.window < time.Second {
 				settle(b, dir)
