@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prsaga/prsaga/platform/natsembed/natstest"
 	"github.com/prsaga/prsaga/platform/repopath"
 )
 
@@ -16,16 +17,10 @@ func makeBare(t testing.TB, root, name string) string {
 	return mkBare(t, filepath.Join(root, "acme", name+".git"))
 }
 
-// settle waits (bounded) until dir's times lie beyond the racy window.
+// settle waits until dir's times lie beyond the racy window.
 func settle(t testing.TB, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !repopath.Settled(dir) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s's times did not settle", dir)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	natstest.WaitFor(t, 10*time.Second, dir+"'s times to settle", func() bool { return repopath.Settled(dir) })
 }
 
 // A bare repository Verify has seen, untouched since, is not stat'ed
