@@ -134,10 +134,11 @@ func printBench(w io.Writer, r bench.Result) {
 	fmt.Fprintf(w, "peak RSS %.1f MB%s  CPU %.2f s (%.2f ms per saga)  syscalls %s  page faults %s\n",
 		mb(r.PeakRSSBytes), timedPeakText(r.TimedPeakRSSBytes), r.CPUSeconds, r.CPUMsPerSaga, syscallsText(r.Syscalls, r.SyscallsPerSaga),
 		faultsText(r.PageFaults, r.PageFaultsPerSaga))
+	fmt.Fprintf(w, "Go allocations %s\n", allocsText(r.Allocs, r.AllocsPerSaga))
 	for _, p := range r.SortedProcesses() {
-		fmt.Fprintf(w, "  %-24s peak RSS %7.1f MB%s  CPU %7.2f s  syscalls %s  page faults %s\n",
+		fmt.Fprintf(w, "  %-24s peak RSS %7.1f MB%s  CPU %7.2f s  syscalls %s  page faults %s  allocations %s\n",
 			p.Name, mb(p.PeakRSSBytes), timedPeakText(p.TimedPeakRSSBytes), p.CPUSeconds, syscallsText(p.Syscalls, p.SyscallsPerSaga),
-			faultsText(p.PageFaults, p.PageFaultsPerSaga))
+			faultsText(p.PageFaults, p.PageFaultsPerSaga), allocsText(p.Allocs, p.AllocsPerSaga))
 	}
 	fmt.Fprintf(w, "  syscalls counted: %s\n", r.SyscallSource)
 	if m := r.MemoryAtPeak; m != nil {
@@ -199,6 +200,19 @@ func faultsText(n *int64, perSaga *float64) string {
 		return fmt.Sprintf("%d", *n)
 	}
 	return fmt.Sprintf("%.1f per saga (%d)", *perSaga, *n)
+}
+
+// allocsText is "X KB in N objects per saga, G collections per saga
+// (bytes, objects, collections)", or n/a.
+func allocsText(a *bench.AllocCount, perSaga *bench.AllocRate) string {
+	switch {
+	case a == nil:
+		return "n/a"
+	case perSaga == nil:
+		return fmt.Sprintf("%d bytes, %d objects, %d collections", a.Bytes, a.Objects, a.GCCycles)
+	}
+	return fmt.Sprintf("%.1f KB in %.0f objects per saga, %.4f collections per saga (%d bytes, %d objects, %d collections)",
+		perSaga.Bytes/1024, perSaga.Objects, perSaga.GCCycles, a.Bytes, a.Objects, a.GCCycles)
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

@@ -208,6 +208,41 @@ func checkSyscallsJSON(t *testing.T, r bench.Result) {
 		t.Errorf("cpu_ms_per_saga %v", r.CPUMsPerSaga)
 	}
 	checkFaultsJSON(t, r)
+	checkAllocsJSON(t, r)
+}
+
+// checkAllocsJSON checks the Go allocation figures of a run: every process
+// allocated in the timed part (its own runtime/metrics, or a service
+// process's /metrics), the run's count is the sum of its processes', and
+// the per-saga rate is that count per ok saga. Collections may be none in
+// a short run.
+func checkAllocsJSON(t *testing.T, r bench.Result) {
+	t.Helper()
+	if r.Allocs == nil || r.AllocsPerSaga == nil {
+		t.Fatalf("no allocation figures: %v %v", r.Allocs, r.AllocsPerSaga)
+	}
+	var sum bench.AllocCount
+	for _, p := range r.Processes {
+		if p.Allocs == nil || p.Allocs.Bytes <= 0 || p.Allocs.Objects <= 0 || p.Allocs.GCCycles < 0 {
+			t.Errorf("process %s: allocations %+v", p.Name, p.Allocs)
+			continue
+		}
+		sum.Bytes += p.Allocs.Bytes
+		sum.Objects += p.Allocs.Objects
+		sum.GCCycles += p.Allocs.GCCycles
+	}
+	if sum != *r.Allocs {
+		t.Errorf("processes' allocations sum to %+v, the run's to %+v", sum, *r.Allocs)
+	}
+	n := float64(r.OK)
+	if want := (bench.AllocRate{Bytes: float64(r.Allocs.Bytes) / n, Objects: float64(r.Allocs.Objects) / n, GCCycles: float64(r.Allocs.GCCycles) / n}); *r.AllocsPerSaga != want {
+		t.Errorf("allocations per saga %+v, want %+v", *r.AllocsPerSaga, want)
+	}
+	// Plausible: a saga is ten messages and a few dozen rows, each some KB
+	// of Go heap; a GB per saga would be a counter read wrongly.
+	if r.AllocsPerSaga.Bytes < 1<<10 || r.AllocsPerSaga.Bytes > 1<<30 {
+		t.Errorf("implausible %v bytes allocated per saga", r.AllocsPerSaga.Bytes)
+	}
 }
 
 // checkFaultsJSON checks the page fault figures of a run on Linux: every
@@ -238,6 +273,10 @@ func checkFaultsJSON(t *testing.T, r bench.Result) {
 // syscallsPerSaga is the report's "syscalls X per saga (R r + W w)".
 var syscallsPerSaga = regexp.MustCompile(`syscalls (\d+\.\d) per saga \((\d+) r \+ (\d+) w\)`)
 
+// allocsPerSaga is the report's "X KB in N objects per saga, G collections
+// per saga (bytes, objects, collections)".
+var allocsPerSaga = regexp.MustCompile(`(\d+\.\d) KB in (\d+) objects per saga, (\d+\.\d{4}) collections per saga \((\d+) bytes, (\d+) objects, (\d+) collections\)`)
+
 // faultsPerSaga is the report's "page faults X per saga (N)".
 var faultsPerSaga = regexp.MustCompile(`page faults (\d+\.\d) per saga \((\d+)\)`)
 
@@ -257,6 +296,9 @@ func checkSyscallsText(t *testing.T, out string, processes int) {
 			t.Errorf("%d n/a page fault figures, want %d:\n%s", n, processes+1, out)
 		}
 		return
+	}
+	if as := allocsPerSaga.FindAllStringSubmatch(out, -1); len(as) != processes+1 {
+		t.Errorf("%d allocation figures, want %d (the run and each process):\n%s", len(as), processes+1, out)
 	}
 	fs := faultsPerSaga.FindAllStringSubmatch(out, -1)
 	if len(fs) != processes+1 {

@@ -188,7 +188,7 @@ func (p *procs) URL(service string) string {
 
 func (p *procs) Usage() []procUsage {
 	cpu, rss, faults := selfUsage()
-	out := []procUsage{{Name: "bench + nats", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self"), Faults: faults}}
+	out := []procUsage{{Name: "bench + nats", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self"), Faults: faults, Allocs: selfAllocs()}}
 	for _, c := range p.children {
 		u := procUsage{Name: c.name}
 		select {
@@ -200,6 +200,7 @@ func (p *procs) Usage() []procUsage {
 			pid := c.cmd.Process.Pid
 			u.CPU, u.Faults = procCPU(pid)
 			u.PeakRSS, u.Syscalls = procPeakRSS(pid), procSyscalls(strconv.Itoa(pid))
+			u.Allocs = scrapeAllocs(c.url)
 		}
 		out = append(out, u)
 	}

@@ -50,12 +50,16 @@ type Result struct {
 	// major: getrusage, /proc/<pid>/stat); nil when any process's count is
 	// unavailable. A first touch of anonymous memory is one, and costs
 	// far more CPU on some virtual machines than on bare metal.
-	PageFaults        *int64         `json:"page_faults,omitempty"`
-	PageFaultsPerSaga *float64       `json:"page_faults_per_saga,omitempty"`
-	Processes         []ProcessUsage `json:"processes"`
-	Steps             []Quantiles    `json:"steps"`
-	Queries           []QueryStat    `json:"queries,omitempty"`
-	Soak              *SoakReport    `json:"soak,omitempty"`
+	PageFaults        *int64   `json:"page_faults,omitempty"`
+	PageFaultsPerSaga *float64 `json:"page_faults_per_saga,omitempty"`
+	// Allocs is what the Go runtimes of every process allocated during the
+	// timed part; nil when any process's count is unavailable.
+	Allocs        *AllocCount    `json:"allocs,omitempty"`
+	AllocsPerSaga *AllocRate     `json:"allocs_per_saga,omitempty"`
+	Processes     []ProcessUsage `json:"processes"`
+	Steps         []Quantiles    `json:"steps"`
+	Queries       []QueryStat    `json:"queries,omitempty"`
+	Soak          *SoakReport    `json:"soak,omitempty"`
 	// Problems found by the world check, and why sagas failed (capped).
 	Problems []string `json:"problems,omitempty"`
 	TimedOut bool     `json:"timed_out"`
@@ -74,6 +78,9 @@ type ProcessUsage struct {
 	// PageFaults during the timed part; nil where unknown.
 	PageFaults        *int64   `json:"page_faults,omitempty"`
 	PageFaultsPerSaga *float64 `json:"page_faults_per_saga,omitempty"`
+	// Allocs during the timed part; nil where unknown.
+	Allocs        *AllocCount `json:"allocs,omitempty"`
+	AllocsPerSaga *AllocRate  `json:"allocs_per_saga,omitempty"`
 }
 
 // Quantiles of one measured span.

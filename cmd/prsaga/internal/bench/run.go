@@ -262,6 +262,8 @@ func summarise(res *Result, d *driver, out []outcome, setup, before, after, fina
 	sys, sysKnown := SyscallCount{}, len(final) > 0
 	var faults int64
 	faultsKnown := len(final) > 0
+	var allocs AllocCount
+	allocsKnown := len(final) > 0
 	for i := range final {
 		u := ProcessUsage{Name: final[i].Name, PeakRSSBytes: final[i].PeakRSS}
 		if i < len(setup) {
@@ -279,6 +281,13 @@ func summarise(res *Result, d *driver, out []outcome, setup, before, after, fina
 				n := after[i].Faults - before[i].Faults
 				u.PageFaults, u.PageFaultsPerSaga = &n, perOK(n, res.OK)
 			}
+			u.Allocs = after[i].Allocs.sub(before[i].Allocs)
+			u.AllocsPerSaga = allocRate(u.Allocs, res.OK)
+		}
+		if u.Allocs != nil {
+			allocs.add(*u.Allocs)
+		} else {
+			allocsKnown = false
 		}
 		if u.PageFaults != nil {
 			faults += *u.PageFaults
@@ -305,6 +314,9 @@ func summarise(res *Result, d *driver, out []outcome, setup, before, after, fina
 	}
 	if faultsKnown {
 		res.PageFaults, res.PageFaultsPerSaga = &faults, perOK(faults, res.OK)
+	}
+	if allocsKnown {
+		res.Allocs, res.AllocsPerSaga = &allocs, allocRate(&allocs, res.OK)
 	}
 	res.Line = res.FormatLine()
 }

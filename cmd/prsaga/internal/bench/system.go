@@ -38,6 +38,9 @@ type procUsage struct {
 	Syscalls *SyscallCount
 	// Faults is the page faults so far (minor and major); -1 where unknown.
 	Faults int64
+	// Allocs is what its Go runtime allocated so far; nil where unknown
+	// (an exited child, a failed scrape).
+	Allocs *AllocCount
 }
 
 // busConfig is the bus configuration of cfg, for the benchmark's client.
@@ -91,7 +94,7 @@ func (s *inproc) Client() *bus.Bus  { return s.b }
 func (s *inproc) URL(string) string { return s.st.URL }
 func (s *inproc) Usage() []procUsage {
 	cpu, rss, faults := selfUsage()
-	return []procUsage{{Name: "prsaga (all services)", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self"), Faults: faults}}
+	return []procUsage{{Name: "prsaga (all services)", CPU: cpu, PeakRSS: rss, Syscalls: procSyscalls("self"), Faults: faults, Allocs: selfAllocs()}}
 }
 
 func (s *inproc) ResetPeakRSS() bool { return resetPeakRSS("self") }
