@@ -85,10 +85,14 @@ const (
 	promGCCount    = "go_gc_duration_seconds_count"
 )
 
+// scrapeTimeout bounds one scrape: Stop reads every child's usage before
+// it stops them, and a wedged child must not hold that up for long.
+const scrapeTimeout = 2 * time.Second
+
 // scrapeAllocs reads a service process's count from its /metrics; nil
 // when the scrape fails or lacks one of the three.
 func scrapeAllocs(base string) *AllocCount {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
