@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"net/http"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -94,26 +92,12 @@ const scrapeTimeout = 2 * time.Second
 func scrapeAllocs(base string) *AllocCount {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return nil
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil
-	}
 	var a AllocCount
 	found := 0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, v, ok := unlabelled(sc.Text())
+	if err := scrapeMetrics(ctx, base, func(line string) {
+		name, v, ok := unlabelled(line)
 		if !ok {
-			continue
+			return
 		}
 		switch name {
 		case promAllocBytes:
@@ -123,8 +107,7 @@ func scrapeAllocs(base string) *AllocCount {
 		case promGCCount:
 			a.GCCycles, found = v, found+1
 		}
-	}
-	if sc.Err() != nil || found != 3 {
+	}); err != nil || found != 3 {
 		return nil
 	}
 	return &a

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"path/filepath"
@@ -175,20 +176,9 @@ func storeOf(rel string) string {
 func storeMetrics(ctx context.Context, base string) map[string]int64 {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return nil
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
 	out := map[string]int64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, labels, v, ok := parseMetric(sc.Text())
+	if err := scrapeMetrics(ctx, base, func(line string) {
+		name, labels, v, ok := parseMetric(line)
 		switch {
 		case !ok:
 		case name == telemetry.MetricStoreSize:
@@ -196,8 +186,33 @@ func storeMetrics(ctx context.Context, base string) map[string]int64 {
 		case name == telemetry.MetricPruned:
 			out[labels["service"]+" pruned_"+labels["table"]] += v
 		}
+	}); err != nil {
+		return nil
 	}
 	return out
+}
+
+// scrapeMetrics calls each with every line of base's /metrics (the
+// Prometheus text format).
+func scrapeMetrics(ctx context.Context, base string, each func(line string)) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s/metrics: %s", base, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		each(sc.Text())
+	}
+	return sc.Err()
 }
 
 // parseMetric reads one sample line of the Prometheus text format
