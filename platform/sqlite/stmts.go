@@ -72,13 +72,9 @@ func (c *stmtCache) close() {
 
 // ExecContext executes a statement in the transaction.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if s := tx.db.stmts.get(query); s != nil {
-		if ts := tx.stmt(ctx, s); ts != nil {
-			return ts.ExecContext(ctx, args...)
-		}
-		return tx.Tx.ExecContext(ctx, query, args...)
+	if ts := tx.cached(ctx, query); ts != nil {
+		return ts.ExecContext(ctx, args...)
 	}
-	tx.miss(query)
 	return tx.Tx.ExecContext(ctx, query, args...)
 }
 
@@ -89,13 +85,9 @@ func (tx *Tx) Exec(query string, args ...any) (sql.Result, error) {
 
 // QueryRowContext runs a query expected to return at most one row.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if s := tx.db.stmts.get(query); s != nil {
-		if ts := tx.stmt(ctx, s); ts != nil {
-			return ts.QueryRowContext(ctx, args...)
-		}
-		return tx.Tx.QueryRowContext(ctx, query, args...)
+	if ts := tx.cached(ctx, query); ts != nil {
+		return ts.QueryRowContext(ctx, args...)
 	}
-	tx.miss(query)
 	return tx.Tx.QueryRowContext(ctx, query, args...)
 }
 
@@ -103,16 +95,24 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // validator reads a commit's statuses so on every request: parsing the
 // query each time was ~1.5% of a saga's CPU).
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if s := tx.db.stmts.get(query); s != nil {
-		if ts := tx.stmt(ctx, s); ts != nil {
-			rows, err := ts.QueryContext(ctx, args...)
-			tx.reading(ts, rows)
-			return rows, err
-		}
-		return tx.Tx.QueryContext(ctx, query, args...)
+	if ts := tx.cached(ctx, query); ts != nil {
+		rows, err := ts.QueryContext(ctx, args...)
+		tx.reading(ts, rows)
+		return rows, err
 	}
-	tx.miss(query)
 	return tx.Tx.QueryContext(ctx, query, args...)
+}
+
+// cached is query's prepared statement bound to the transaction, or nil
+// for the query to run unprepared: not prepared yet (it will be after the
+// transaction), or held by rows still open.
+func (tx *Tx) cached(ctx context.Context, query string) *sql.Stmt {
+	s := tx.db.stmts.get(query)
+	if s == nil {
+		tx.miss(query)
+		return nil
+	}
+	return tx.stmt(ctx, s)
 }
 
 // Query is QueryContext with context.Background, as sql.Tx.Query.
