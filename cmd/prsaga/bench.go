@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/bench"
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
+	"github.com/prsaga/prsaga/platform/gcfloor"
 )
 
 // cmdBench runs BENCH.md's workloads and prints the result line last.
@@ -68,6 +70,14 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 	o.Config = cfg
+	// The process's heap floor from its start, as `dev` has it: the run's
+	// set-up is part of the process's life (config.HeapFloor; in procs mode
+	// this process is the NATS host, each service's its own).
+	floorUnits := len(stack.AllServices)
+	if o.Mode == bench.ModeProcs {
+		floorUnits = 0
+	}
+	gcfloor.Set(cfg.HeapFloor(floorUnits), os.Getenv)
 	if !*quiet {
 		o.Progress = stderr
 	}
@@ -129,8 +139,8 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 
 // printBench writes the human report; the result line comes last.
 func printBench(w io.Writer, r bench.Result) {
-	fmt.Fprintf(w, "mode=%s durability=%s workload=%s watchers=%d preload=%d elapsed=%.2fs\n",
-		r.Mode, r.Durability, r.Workload, r.Watchers, r.Preload, r.ElapsedSeconds)
+	fmt.Fprintf(w, "mode=%s durability=%s workload=%s watchers=%d preload=%d gc-heap-floor=%s elapsed=%.2fs\n",
+		r.Mode, r.Durability, r.Workload, r.Watchers, r.Preload, r.GCHeapFloor, r.ElapsedSeconds)
 	fmt.Fprintf(w, "peak RSS %.1f MB%s  CPU %.2f s (%.2f ms per saga)  syscalls %s  page faults %s\n",
 		mb(r.PeakRSSBytes), timedPeakText(r.TimedPeakRSSBytes), r.CPUSeconds, r.CPUMsPerSaga, syscallsText(r.Syscalls, r.SyscallsPerSaga),
 		faultsText(r.PageFaults, r.PageFaultsPerSaga))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/bench"
+	"github.com/prsaga/prsaga/platform/gcfloor"
 )
 
 // resultLine is BENCH.md's result line.
@@ -86,6 +88,11 @@ func TestBenchJSON(t *testing.T) {
 	}
 	checkSyscallsJSON(t, r)
 	checkPeaksJSON(t, r)
+	// The run says which heap floor its process kept: the default of five
+	// services, unless the environment leaves the collector to GOGC.
+	if want := "80MiB"; gcfloor.Wanted(os.Getenv) && r.GCHeapFloor != want || !gcfloor.Wanted(os.Getenv) && !strings.HasPrefix(r.GCHeapFloor, "off") {
+		t.Errorf("gc_heap_floor %q, want %s", r.GCHeapFloor, want)
+	}
 	if len(r.Queries) != 6 {
 		t.Fatalf("preload queries: got %d, want 6: %+v", len(r.Queries), r.Queries)
 	}
@@ -159,6 +166,9 @@ func TestBenchProcs(t *testing.T) {
 		}
 	}
 	checkSyscallsText(t, stdout.String(), 6)
+	if gcfloor.Wanted(os.Getenv) && !strings.Contains(stdout.String(), " gc-heap-floor=16MiB/process ") {
+		t.Errorf("the report does not give each process's heap floor (16MiB/process):\n%s", stdout.String())
+	}
 	// Every child was stopped: none is left serving.
 	if out, _ := exec.Command("pgrep", "-f", bin+" serve").Output(); len(out) > 0 {
 		t.Errorf("service processes left running: %s", out)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/platform/fault"
+	"github.com/prsaga/prsaga/platform/gcfloor"
 )
 
 // cmdDev runs embedded NATS and all five services in one process until
@@ -20,6 +21,7 @@ func cmdDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		return parseError(err, stderr)
 	}
+	gcfloor.Set(cfg.HeapFloor(len(stack.AllServices)), os.Getenv)
 	if cfg.LogDir == "" {
 		cfg.LogDir = filepath.Join(cfg.DataDir, "logs")
 	}
@@ -86,6 +88,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return parseError(err, stderr)
 	}
+	gcfloor.Set(cfg.HeapFloor(len(names)), os.Getenv)
 	if cfg.NATSURL == "" {
 		fmt.Fprintln(stderr, "prsaga serve: PRSAGA_NATS_URL is required (use `prsaga dev` for an embedded server)")
 		return exitUsage

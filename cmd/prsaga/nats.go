@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/prsaga/prsaga/platform/bus"
+	"github.com/prsaga/prsaga/platform/gcfloor"
 	"github.com/prsaga/prsaga/platform/natsembed"
 )
 
@@ -30,6 +32,7 @@ func cmdNATS(ctx context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintf(stderr, "prsaga nats: PRSAGA_STREAM_REPLICAS=%d needs a NATS cluster; this is one server (use 1)\n", cfg.StreamReplicas)
 		return exitUsage
 	}
+	gcfloor.Set(cfg.HeapFloor(0), os.Getenv)
 	storeDir := filepath.Join(cfg.DataDir, "nats")
 	ns, err := natsembed.Start(natsembed.Config{StoreDir: storeDir, Listen: cfg.NATSListen, Sync: cfg.Durability == "sync", Name: "prsaga-nats"})
 	if err != nil {

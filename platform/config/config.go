@@ -61,6 +61,24 @@ type Config struct {
 	// RetentionEventBodies empties the ledger's event bodies of sagas
 	// merged this long ago (0: keep them forever).
 	RetentionEventBodies time.Duration
+	// GCHeapFloor is the Go heap a process may grow to before its
+	// collector runs (0: GOGC alone decides); negative means the default,
+	// DefaultGCHeapFloorPerService for each service the process runs.
+	GCHeapFloor int64
+}
+
+// DefaultGCHeapFloorPerService is PRSAGA_GC_HEAP_FLOOR's default share of
+// each service in a process: 16 MiB for `serve <service>`, 80 MiB for `dev`
+// (five services). docs/performance.md ("The collector") has the measurements.
+const DefaultGCHeapFloorPerService = 16 << 20
+
+// HeapFloor is the heap floor of a process that runs services services
+// (gcfloor).
+func (c Config) HeapFloor(services int) uint64 {
+	if c.GCHeapFloor >= 0 {
+		return uint64(c.GCHeapFloor)
+	}
+	return uint64(max(services, 1)) * DefaultGCHeapFloorPerService
 }
 
 // DefaultRetentionDeliveries is the least PRSAGA_RETENTION_DELIVERIES
@@ -120,6 +138,7 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 	pruneEvery := str("prune-interval", "PRSAGA_PRUNE_INTERVAL", "1m", "pause between pruning rounds of the inbox, the sent outbox rows and the delivery rows (0: never prune)")
 	retDeliveries := str("retention-deliveries", "PRSAGA_RETENTION_DELIVERIES", "", "keep the delivery rows of fully delivered webhook runs this long (default the longest of 720h, the inbox's and the DLQ's retention; never less than either)")
 	retDLQ := str("retention-dlq", "PRSAGA_RETENTION_DLQ", "720h", "how long the dead-letter stream keeps dead letters")
+	gcFloor := str("gc-heap-floor", "PRSAGA_GC_HEAP_FLOOR", "", "Go heap this process grows to before collecting, like 80MiB (default 16MiB per service it runs; 0: GOGC alone; ignored when GOGC or GOMEMLIMIT is set)")
 	retBodies := str("retention-event-bodies", "PRSAGA_RETENTION_EVENT_BODIES", "0", "empty the ledger's event bodies of sagas merged this long ago (0: keep forever); rows and transitions stay")
 	perService := map[string]*string{}
 	for _, s := range []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceIndexer, contracts.ServiceLedger} {
@@ -174,6 +193,14 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 			PruneInterval:   dur("PRSAGA_PRUNE_INTERVAL", *pruneEvery),
 		}
 		c.RetentionEventBodies = dur("PRSAGA_RETENTION_EVENT_BODIES", *retBodies)
+		c.GCHeapFloor = -1
+		if *gcFloor != "" {
+			n, err := parseBytes(*gcFloor)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("PRSAGA_GC_HEAP_FLOOR: %w", err))
+			}
+			c.GCHeapFloor = n
+		}
 		c.RetentionInbox = c.StreamMaxAge + 24*time.Hour
 		if *retInbox != "" {
 			c.RetentionInbox = dur("PRSAGA_RETENTION_INBOX", *retInbox)
@@ -332,4 +359,24 @@ func IsLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// parseBytes reads a size: a whole number of bytes, or one with the suffix
+// KiB, MiB or GiB.
+func parseBytes(v string) (int64, error) {
+	num, unit := v, int64(1)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if strings.HasSuffix(v, u.suffix) {
+			num, unit = strings.TrimSpace(strings.TrimSuffix(v, u.suffix)), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<50)/unit {
+		return 0, fmt.Errorf("%q is not a size like 80MiB, 1GiB or 0", v)
+	}
+	return n * unit, nil
 }

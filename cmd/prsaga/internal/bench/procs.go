@@ -111,6 +111,9 @@ func spawn(cfg config.Config, dir, exe, name string) (*child, error) {
 		"--watchdog-batch", strconv.Itoa(cfg.WatchdogBatch),
 		"--webhook-allow-private", strconv.FormatBool(cfg.WebhookAllowPrivate),
 	}
+	if cfg.GCHeapFloor >= 0 {
+		args = append(args, "--gc-heap-floor", strconv.FormatInt(cfg.GCHeapFloor, 10))
+	}
 	for state, d := range cfg.StepTimeouts {
 		args = append(args, "--step-timeout-"+strings.ToLower(string(state)), d.String())
 	}

@@ -18,6 +18,9 @@ type Result struct {
 	Repos       int    `json:"repos"`
 	Watchers    int    `json:"watchers"`
 	Preload     int    `json:"preload"`
+	// GCHeapFloor is the heap floor the run's processes kept (gcfloor):
+	// "80MiB", "16MiB/process" (procs), or "off" and why.
+	GCHeapFloor string `json:"gc_heap_floor"`
 
 	// Elapsed is from the first publish to the ledger's last MERGED commit.
 	ElapsedSeconds float64 `json:"elapsed_seconds"`

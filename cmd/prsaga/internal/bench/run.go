@@ -18,7 +18,10 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/config"
+	"github.com/prsaga/prsaga/platform/gcfloor"
 )
 
 // maxProblems caps the problems listed in a result.
@@ -52,6 +55,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res := Result{
 		Workload: o.Workload, Mode: o.Mode, Durability: cfg.Durability,
 		N: o.N, Concurrency: o.Concurrency, Repos: o.Repos, Watchers: o.Watchers, Preload: o.Preload,
+		GCHeapFloor: gcFloorText(cfg, o.Mode, os.Getenv),
 	}
 	reposDir := filepath.Join(o.Dir, "repos")
 	var ledgerDB string
@@ -455,4 +459,28 @@ func (r Result) SortedProcesses() []ProcessUsage {
 	ps := append([]ProcessUsage(nil), r.Processes...)
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].CPUSeconds > ps[j].CPUSeconds })
 	return ps
+}
+
+// gcFloorText says which heap floor the run's processes keep: a process of
+// all the services in inproc mode, one of each service in procs mode
+// (config.HeapFloor).
+func gcFloorText(cfg config.Config, mode string, getenv func(string) string) string {
+	if !gcfloor.Wanted(getenv) {
+		return "off(GOGC/GOMEMLIMIT)"
+	}
+	f := cfg.HeapFloor(len(stack.AllServices))
+	if mode == ModeProcs {
+		f = cfg.HeapFloor(1)
+	}
+	if f == 0 {
+		return "off"
+	}
+	t := strconv.FormatUint(f, 10) + "B"
+	if f%(1<<20) == 0 {
+		t = strconv.FormatUint(f>>20, 10) + "MiB"
+	}
+	if mode == ModeProcs {
+		t += "/process"
+	}
+	return t
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/config"
+	"github.com/prsaga/prsaga/platform/gcfloor"
 	"github.com/prsaga/prsaga/platform/httpx"
 	"github.com/prsaga/prsaga/platform/logging"
 	"github.com/prsaga/prsaga/platform/natsembed"
@@ -124,6 +125,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if len(names) == 0 {
 		names = AllServices
 	}
+	// The process's heap, shared by its services: the floor grows with them
+	// (config.HeapFloor).
+	gcfloor.Set(cfg.HeapFloor(len(names)), os.Getenv)
 	mux := http.NewServeMux()
 	for _, name := range names {
 		// The service's goroutines carry its name as a profiler label, so
