@@ -77,9 +77,9 @@ func Set(floor uint64, getenv func(string) string) bool {
 	}
 	process.mu.Lock()
 	defer process.mu.Unlock()
-	if process.t != nil {
-		if floor > process.t.floorBytes() {
-			process.t.setFloor(floor)
+	if t := process.t; t != nil && !t.isStopped() {
+		if floor > t.floorBytes() {
+			t.setFloor(floor)
 		}
 		return true
 	}
