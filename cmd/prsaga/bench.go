@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/bench"
-	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/platform/gcfloor"
 )
 
@@ -71,13 +70,8 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	o.Config = cfg
 	// The process's heap floor from its start, as `dev` has it: the run's
-	// set-up is part of the process's life (config.HeapFloor; in procs mode
-	// this process is the NATS host, each service's its own).
-	floorUnits := len(stack.AllServices)
-	if o.Mode == bench.ModeProcs {
-		floorUnits = 0
-	}
-	gcfloor.Set(cfg.HeapFloor(floorUnits), os.Getenv)
+	// set-up is part of the process's life.
+	gcfloor.Set(bench.HeapFloor(cfg, o.Mode), os.Getenv)
 	if !*quiet {
 		o.Progress = stderr
 	}

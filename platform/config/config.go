@@ -69,7 +69,7 @@ type Config struct {
 
 // DefaultGCHeapFloorPerService is PRSAGA_GC_HEAP_FLOOR's default share of
 // each service in a process: 16 MiB for `serve <service>`, 80 MiB for `dev`
-// (five services). docs/performance.md ("The collector") has the measurements.
+// (five services). docs/performance.md (round twenty) has the measurements.
 const DefaultGCHeapFloorPerService = 16 << 20
 
 // HeapFloor is the heap floor of a process that runs services services

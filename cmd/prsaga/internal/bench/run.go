@@ -461,17 +461,22 @@ func (r Result) SortedProcesses() []ProcessUsage {
 	return ps
 }
 
-// gcFloorText says which heap floor the run's processes keep: a process of
-// all the services in inproc mode, one of each service in procs mode
-// (config.HeapFloor).
+// HeapFloor is the heap floor of a run's processes (config.HeapFloor): one
+// process of every service in inproc mode; in procs mode one service per
+// process, and the benchmark's own process hosts NATS, as `prsaga nats`.
+func HeapFloor(cfg config.Config, mode string) uint64 {
+	if mode == ModeProcs {
+		return cfg.HeapFloor(1)
+	}
+	return cfg.HeapFloor(len(stack.AllServices))
+}
+
+// gcFloorText says which heap floor the run's processes keep (HeapFloor).
 func gcFloorText(cfg config.Config, mode string, getenv func(string) string) string {
 	if !gcfloor.Wanted(getenv) {
 		return "off(GOGC/GOMEMLIMIT)"
 	}
-	f := cfg.HeapFloor(len(stack.AllServices))
-	if mode == ModeProcs {
-		f = cfg.HeapFloor(1)
-	}
+	f := HeapFloor(cfg, mode)
 	if f == 0 {
 		return "off"
 	}
