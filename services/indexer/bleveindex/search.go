@@ -192,7 +192,7 @@ func parseQuery(q string) (query.Query, error) {
 
 // checkQuery finds what the parser accepts but the search would reject:
 // regexps the index's automaton cannot run (bleve compiles them only when it
-// searches) and fuzziness beyond bleve's maximum.
+// searches) and fuzziness outside 0 to bleve's maximum ("a~-1" parses).
 func checkQuery(q query.Query) error {
 	switch q := q.(type) {
 	case *query.BooleanQuery:
@@ -212,12 +212,23 @@ func checkQuery(q query.Query) error {
 			return fmt.Errorf("regexp /%s/: %w", q.Regexp, err)
 		}
 	case *query.MatchQuery:
-		if q.Fuzziness > searcher.MaxFuzziness {
-			return fmt.Errorf("fuzziness %d exceeds %d", q.Fuzziness, searcher.MaxFuzziness)
+		if err := checkFuzziness(q.Fuzziness); err != nil {
+			return err
+		}
+	case *query.FuzzyQuery:
+		if err := checkFuzziness(q.Fuzziness); err != nil {
+			return err
 		}
 	}
 	if v, ok := q.(query.ValidatableQuery); ok {
 		return v.Validate()
+	}
+	return nil
+}
+
+func checkFuzziness(f int) error {
+	if f < 0 || f > searcher.MaxFuzziness {
+		return fmt.Errorf("fuzziness %d is not from 0 to %d", f, searcher.MaxFuzziness)
 	}
 	return nil
 }

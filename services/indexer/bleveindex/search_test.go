@@ -102,6 +102,7 @@ func TestSearchBadQuery(t *testing.T) {
 		"/[/",          // a regexp that does not compile
 		"title:/a\\b/", // one the index cannot run
 		"refresh~3",    // fuzziness beyond bleve's maximum
+		"refresh~-1",   // negative fuzziness: parsed, refused by the searcher
 	} {
 		res, err := x.Search(t.Context(), Query{Text: q, Limit: 10})
 		if !errors.Is(err, ErrBadQuery) {
