@@ -19,9 +19,10 @@ var ErrBadURL = errors.New("invalid webhook url")
 
 // ValidateURL checks the shape of a watcher's URL: at most MaxURLLength
 // bytes, an http or https scheme, a host that is a DNS name or an IP
-// address, a valid port if any, and no user:password part (credentials belong in the signing secret). Whether the
-// host is public is decided when a Sender dials, because a name can resolve
-// differently later. The error never quotes the URL.
+// address, a valid port if any, and no user:password part (credentials
+// belong in the signing secret). Whether the host is public is decided when
+// a Sender dials, because a name can resolve differently later. The error
+// never quotes the URL.
 func ValidateURL(raw string) error {
 	if raw == "" {
 		return fmt.Errorf("%w: empty", ErrBadURL)
