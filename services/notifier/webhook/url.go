@@ -65,8 +65,11 @@ func ValidateURL(raw string) error {
 func badHost(host, name string) string {
 	if strings.HasPrefix(host, "[") {
 		a, err := netip.ParseAddr(name)
-		if err != nil || !a.Is6() || a.Zone() != "" {
+		switch {
+		case err != nil || !a.Is6():
 			return "is not an IPv6 address"
+		case a.Zone() != "":
+			return "has an IPv6 zone, which names an interface of one machine"
 		}
 		return ""
 	}
