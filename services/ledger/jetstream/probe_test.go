@@ -35,7 +35,14 @@ func TestProbeReadsBacklogAndDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bl, err := p.Backlog(ctx, contracts.ConsumerMerger)
+	// A publish is acknowledged once stored; the consumer counts it as
+	// pending a moment later (the server signals its consumers apart).
+	var bl ledger.Backlog
+	var err error
+	natstest.WaitFor(t, 5*time.Second, "the consumer to count 2 pending", func() bool {
+		bl, err = p.Backlog(ctx, contracts.ConsumerMerger)
+		return err != nil || bl.Pending >= 2
+	})
 	if err != nil || bl.Pending != 2 || bl.AckPending != 0 {
 		t.Fatalf("backlog %+v, %v: want 2 pending", bl, err)
 	}
