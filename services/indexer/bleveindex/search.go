@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
+	"regexp/syntax"
+	"strings"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/highlight/highlighter/html"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/blevesearch/bleve/v2/search/searcher"
+	"github.com/blevesearch/vellum/levenshtein"
 	vellumregexp "github.com/blevesearch/vellum/regexp"
 
 	"github.com/prsaga/prsaga/contracts"
@@ -112,6 +116,9 @@ func (x *Index) Search(ctx context.Context, q Query) (Result, error) {
 	err = x.use(func(idx bleve.Index) error {
 		var err error
 		if res, err = idx.SearchInContext(ctx, req); err != nil {
+			if isQueryError(err) {
+				return fmt.Errorf("%w: %w", ErrBadQuery, err)
+			}
 			return fmt.Errorf("search: %w", err)
 		}
 		return nil
@@ -208,8 +215,13 @@ func checkQuery(q query.Query) error {
 	case *query.DisjunctionQuery:
 		return checkAll(q.Disjuncts)
 	case *query.RegexpQuery:
-		if _, err := vellumregexp.New(q.Regexp); err != nil {
+		if err := checkPattern(q.Regexp); err != nil {
 			return fmt.Errorf("regexp /%s/: %w", q.Regexp, err)
+		}
+	case *query.WildcardQuery:
+		// bleve runs a wildcard as a regexp through the same automaton.
+		if err := checkPattern(wildcardRegexp(q.Wildcard)); err != nil {
+			return fmt.Errorf("wildcard %s: %w", q.Wildcard, err)
 		}
 	case *query.MatchQuery:
 		if err := checkFuzziness(q.Fuzziness); err != nil {
@@ -224,6 +236,74 @@ func checkQuery(q query.Query) error {
 		return v.Validate()
 	}
 	return nil
+}
+
+// MaxPatternInsts bounds a regexp or wildcard of a search, counted as Go's
+// regexp compiler counts instructions ("/[a-z]{3,40}/" is 79,
+// "internal/*.go" 14). The index builds an automaton of up to 10,000 states
+// for a pattern, at a cost that grows with the pattern's size: measured,
+// up to about a second of CPU at this bound, several at 400 bytes of
+// wildcard.
+const MaxPatternInsts = 100
+
+// checkPattern refuses a regexp the index's automaton cannot run (syntax
+// it lacks, more states than it allows) or that is larger than
+// MaxPatternInsts.
+func checkPattern(expr string) error {
+	parsed, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return err
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		return err
+	}
+	if n := len(prog.Inst); n > MaxPatternInsts {
+		return fmt.Errorf("too complex: %d instructions (at most %d)", n, MaxPatternInsts)
+	}
+	_, err = vellumregexp.NewParsedWithLimit(expr, parsed, vellumregexp.DefaultLimit)
+	return err
+}
+
+// wildcardRegexp is the regexp a wildcard means: '*' any run of
+// characters, '?' one character, everything else itself.
+func wildcardRegexp(w string) string {
+	var b strings.Builder
+	for _, r := range w {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteByte('.')
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	return b.String()
+}
+
+// queryErrors are what bleve's searchers return, unwrapped, for a query
+// their automata cannot run. checkQuery refuses the queries it can tell
+// beforehand; these catch the rest as the caller's mistake, not the
+// index's failure.
+var queryErrors = []error{
+	vellumregexp.ErrTooManyStates, vellumregexp.ErrCompiledTooBig, vellumregexp.ErrNoEmpty,
+	vellumregexp.ErrNoWordBoundary, vellumregexp.ErrNoBytes, vellumregexp.ErrNoLazy,
+	levenshtein.ErrTooManyStates,
+}
+
+// isQueryError reports whether a search failed on its query.
+func isQueryError(err error) bool {
+	var syn *syntax.Error
+	if errors.As(err, &syn) {
+		return true
+	}
+	for _, e := range queryErrors {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func checkFuzziness(f int) error {

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
 )
 
 func TestSearch(t *testing.T) {
@@ -99,10 +102,14 @@ func TestSearchBadQuery(t *testing.T) {
 		"+",
 		"pr_number:>abc",
 		"merged_at:>yesterday",
-		"/[/",          // a regexp that does not compile
-		"title:/a\\b/", // one the index cannot run
-		"refresh~3",    // fuzziness beyond bleve's maximum
-		"refresh~-1",   // negative fuzziness: parsed, refused by the searcher
+		"/[/",                        // a regexp that does not compile
+		"title:/a\\b/",               // one the index cannot run
+		"refresh~3",                  // fuzziness beyond bleve's maximum
+		"refresh~-1",                 // negative fuzziness: parsed, refused by the searcher
+		"*000000?0??????????????fiF", // a wildcard beyond the automaton's states
+		"title:*a?????????????b",
+		"/.{100}/",               // a regexp larger than MaxPatternInsts
+		strings.Repeat("*a", 40), // ... and a wildcard
 	} {
 		res, err := x.Search(t.Context(), Query{Text: q, Limit: 10})
 		if !errors.Is(err, ErrBadQuery) {
@@ -113,6 +120,30 @@ func TestSearchBadQuery(t *testing.T) {
 	cancel()
 	if _, err := x.Search(ctx, Query{Text: "token", Limit: 10}); err == nil || errors.Is(err, ErrBadQuery) {
 		t.Errorf("Search with a cancelled context = %v, want an error that is not ErrBadQuery", err)
+	}
+}
+
+// TestSearchTimeQueryErrors holds the net under checkQuery to what bleve
+// really returns: a query that reaches the searcher unchecked and fails on
+// its automaton is told apart from a failure of the index.
+func TestSearchTimeQueryErrors(t *testing.T) {
+	x, _ := openTemp(t)
+	upsert(t, x, widgets42())
+	for _, q := range []query.Query{
+		query.NewWildcardQuery("*000000?0??????????????fiF"),
+		query.NewRegexpQuery(`a\b`),
+		query.NewRegexpQuery(`(`),
+	} {
+		err := x.use(func(idx bleve.Index) error {
+			_, err := idx.SearchInContext(t.Context(), bleve.NewSearchRequest(q))
+			return err
+		})
+		if err == nil || !isQueryError(err) {
+			t.Errorf("search %#v: %v; want an error isQueryError knows", q, err)
+		}
+	}
+	if isQueryError(context.Canceled) || isQueryError(errors.New("disk full")) {
+		t.Error("isQueryError takes an error of the index for the query's")
 	}
 }
 
