@@ -262,6 +262,9 @@ func checkPattern(expr string) error {
 		return fmt.Errorf("too complex: %d instructions (at most %d)", n, MaxPatternInsts)
 	}
 	_, err = vellumregexp.NewParsedWithLimit(expr, parsed, vellumregexp.DefaultLimit)
+	if errors.Is(err, vellumregexp.ErrTooManyStates) {
+		return fmt.Errorf("too complex: the index's automaton for it needs more than %d states", vellumregexp.StateLimit)
+	}
 	return err
 }
 
