@@ -269,17 +269,18 @@ func checkPattern(expr string) error {
 }
 
 // wildcardRegexp is the regexp a wildcard means: '*' any run of
-// characters, '?' one character, everything else itself.
+// characters, '?' one character, every other byte itself (byte by byte, so
+// that a wildcard that is not UTF-8 stays as bleve will see it).
 func wildcardRegexp(w string) string {
 	var b strings.Builder
-	for _, r := range w {
-		switch r {
-		case '*':
+	for i := range len(w) {
+		switch c := w[i : i+1]; c {
+		case "*":
 			b.WriteString(".*")
-		case '?':
+		case "?":
 			b.WriteByte('.')
 		default:
-			b.WriteString(regexp.QuoteMeta(string(r)))
+			b.WriteString(regexp.QuoteMeta(c))
 		}
 	}
 	return b.String()

@@ -237,3 +237,17 @@ func TestSearchRepoFilter(t *testing.T) {
 		}
 	}
 }
+
+func TestWildcardRegexp(t *testing.T) {
+	for _, tc := range []struct{ w, want string }{
+		{"acme/*", `acme/.*`},
+		{"a?c", `a.c`},
+		{"*.go", `.*\.go`},
+		{`(a)+[b]{2}^$|\`, `\(a\)\+\[b\]\{2\}\^\$\|\\`},
+		{"b\xffc*", "b\xffc.*"}, // not UTF-8: kept byte for byte
+	} {
+		if got := wildcardRegexp(tc.w); got != tc.want {
+			t.Errorf("wildcardRegexp(%q) = %q, want %q", tc.w, got, tc.want)
+		}
+	}
+}
