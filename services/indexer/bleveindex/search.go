@@ -86,6 +86,8 @@ var highlighted = []string{FieldTitle, FieldChangedPaths, FieldMessages}
 //	                     pr_id, requested_by
 //	pr_id:acme/widgets#42   an exact PR
 //	"fix the token"      a phrase
+//	tok*n  /tok.n/       a wildcard, a regexp (each at most MaxPatternInsts)
+//	tokn~1               a word within edit distance 1 (0 to 2)
 //	-title:wip           excludes
 //	pr_number:>=40       a number range
 //	merged_at:>"2025-01-01T00:00:00Z"  a date range (RFC 3339, quoted)
