@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/numeric"
 	"github.com/blevesearch/bleve/v2/search/query"
 )
 
@@ -47,6 +48,7 @@ func TestSearch(t *testing.T) {
 		{"+page -repo:acme/widgets", []string{g}},          // required and excluded
 		{"title:fix title:page", []string{w, g}},           // either
 		{"pr_number:>=40", []string{w}},                    // a number range
+		{"7", []string{g}},                                 // a PR number, bare: in the default field
 		{`merged_at:>"2025-01-01T00:00:00Z"`, []string{w}}, // a date range
 		{`"token refresh"`, []string{w}},                   // a phrase
 		{"nothing-like-this", nil},
@@ -249,5 +251,41 @@ func TestWildcardRegexp(t *testing.T) {
 		if got := wildcardRegexp(tc.w); got != tc.want {
 			t.Errorf("wildcardRegexp(%q) = %q, want %q", tc.w, got, tc.want)
 		}
+	}
+}
+
+// merged_at is left out of the default field (mapping.go): its terms are
+// found in merged_at and not in _all. The query on merged_at is the control
+// that the term is the one bleve indexed.
+func TestMergedAtNotInTheDefaultField(t *testing.T) {
+	x, _ := openTemp(t)
+	d := widgets42()
+	upsert(t, x, d)
+	term, err := numeric.NewPrefixCodedInt64(d.MergedAt.UnixNano(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(field string) uint64 {
+		t.Helper()
+		q := query.NewTermQuery(string(term))
+		q.SetField(field)
+		var n uint64
+		err := x.use(func(idx bleve.Index) error {
+			res, err := idx.SearchInContext(t.Context(), bleve.NewSearchRequest(q))
+			if err == nil {
+				n = res.Total
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("search %s: %v", field, err)
+		}
+		return n
+	}
+	if n := count(FieldMergedAt); n != 1 {
+		t.Fatalf("merged_at's own term found %d documents, want 1", n)
+	}
+	if n := count("_all"); n != 0 {
+		t.Errorf("merged_at's term found %d documents in the default field, want 0", n)
 	}
 }
