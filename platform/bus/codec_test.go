@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,33 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	sameEvent(t, got, want)
 	if got.DataContentType() != event.ApplicationJSON {
 		t.Errorf("datacontenttype: got %q, want application/json", got.DataContentType())
+	}
+}
+
+// Encode's header values share one array: adding to or replacing one
+// header of the message (the DLQ and redrive do) must leave the others as
+// they were.
+func TestEncodeHeadersAreIndependent(t *testing.T) {
+	e := sampleEvent(t)
+	e.SetExtension("x1", "extra")
+	msg, err := bus.Encode(testSubject, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string][]string{}
+	for k, v := range msg.Header {
+		before[k] = slices.Clone(v)
+	}
+	for k := range before {
+		msg.Header.Add(k, "added")
+	}
+	for k, v := range before {
+		if got := msg.Header.Values(k); len(got) != len(v)+1 || !slices.Equal(got[:len(v)], v) || got[len(v)] != "added" {
+			t.Errorf("header %s after an Add to every header = %q, want %q then \"added\"", k, got, v)
+		}
+	}
+	if got := msg.Header.Get("ce-x1"); got != "extra" {
+		t.Errorf("ce-x1 = %q, want an extension outside the contract's under its own name", got)
 	}
 }
 
