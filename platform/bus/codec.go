@@ -87,24 +87,21 @@ func Encode(subject string, e *event.Event) (*nats.Msg, error) {
 	return &nats.Msg{Subject: subject, Header: h, Data: e.Data()}, nil
 }
 
-// extHeader is the header of extension name: a constant for the contract's
-// extensions, which every event carries.
+// extHeaders are the header names of the contract's extensions, which
+// every event carries: made once, not once per message.
+var extHeaders = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range []string{contracts.ExtCorrelationID, contracts.ExtCausationID, contracts.ExtAttempt,
+		contracts.ExtReplayOf, contracts.ExtClientRef, contracts.ExtTraceParent, contracts.ExtTraceState} {
+		m[name] = headerPrefix + name
+	}
+	return m
+}()
+
+// extHeader is the header of extension name.
 func extHeader(name string) string {
-	switch name {
-	case contracts.ExtCorrelationID:
-		return headerPrefix + contracts.ExtCorrelationID
-	case contracts.ExtCausationID:
-		return headerPrefix + contracts.ExtCausationID
-	case contracts.ExtAttempt:
-		return headerPrefix + contracts.ExtAttempt
-	case contracts.ExtReplayOf:
-		return headerPrefix + contracts.ExtReplayOf
-	case contracts.ExtClientRef:
-		return headerPrefix + contracts.ExtClientRef
-	case contracts.ExtTraceParent:
-		return headerPrefix + contracts.ExtTraceParent
-	case contracts.ExtTraceState:
-		return headerPrefix + contracts.ExtTraceState
+	if h, ok := extHeaders[name]; ok {
+		return h
 	}
 	return headerPrefix + name
 }
