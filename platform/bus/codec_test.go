@@ -116,9 +116,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	}
 }
 
-// Encode's header values share one array: adding to or replacing one
-// header of the message (the DLQ and redrive do) must leave the others as
-// they were.
+// Encode's header values share one array: a caller that adds to or
+// replaces one header of the message must leave the others as they were.
 func TestEncodeHeadersAreIndependent(t *testing.T) {
 	e := sampleEvent(t)
 	e.SetExtension("x1", "extra")
