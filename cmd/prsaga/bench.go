@@ -47,12 +47,28 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap (allocation) profile after the timed part to this file")
 	fs.BoolVar(&o.Soak, "soak", false, "soak: short retention (stream max age 1m, inbox 1m15s, sent 15s, pruning every 5s, unless set), 50,000 sagas unless --prs, a 3h --timeout unless set; samples every store's size and judges whether it plateaus")
 	fs.DurationVar(&o.SampleEvery, "sample-every", bench.SoakSampleEvery, "with --soak: pause between samples of the stores' sizes")
+	against := fs.String("against", "", "compare this build with the prsaga binary `BIN`: --runs runs of each --workload (W1,W2 allowed, and the default) with each build, rotated run by run, each in a new directory; prints every run and, per workload, the medians and this build's ratio to BIN's")
+	runs := fs.Int("runs", 5, "with --against: runs of each workload with each build")
+	target := fs.Float64("target", 0, "with --against: count the picks of three runs of each build whose ratio of medians is at or under this (e.g. 0.5)")
 	_, cfg, err := parseConfig(fs, load, args)
 	if err != nil {
 		return parseError(err, stderr)
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if *against != "" {
+		return cmdBenchCompare(ctx, fs, given, *against, *runs, *target, o.Workload, cfg.DataDir, *keep, *quiet, *asJSON, stdout, stderr)
+	}
+	for _, f := range []string{"runs", "target"} {
+		if given[f] {
+			fmt.Fprintf(stderr, "prsaga bench: --%s needs --against\n", f)
+			return exitUsage
+		}
+	}
+	if strings.Contains(o.Workload, ",") {
+		fmt.Fprintf(stderr, "prsaga bench: --workload %s: one workload, unless --against compares two builds\n", o.Workload)
+		return exitUsage
+	}
 	if o.Soak {
 		cfg = bench.SoakConfig(cfg, func(env string) bool {
 			return getenv(env) != "" || given[strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "PRSAGA_")), "_", "-")]

@@ -159,3 +159,6 @@ func dieWithParent(cmd *exec.Cmd) {
 
 // terminate asks a child to shut down gracefully.
 func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
+
+// syncFiles writes every file system's dirty data out (sync(2)).
+func syncFiles() { syscall.Sync() }
