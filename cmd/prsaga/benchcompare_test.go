@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +98,50 @@ func TestBenchAgainst(t *testing.T) {
 	}
 
 	checkAgainstFailingBuild(t, bin)
+	checkAgainstInterrupted(t, bin)
+}
+
+// An interrupted sitting stops its run, says so, summarizes what ran,
+// removes the runs' directories and exits 3.
+func checkAgainstInterrupted(t *testing.T, bin string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "bench", "--against", bin, "--runs", "3", "--workload", "W1",
+		"--prs", "100000", "--concurrency", "4", "--repos", "2", "--timeout", "90s")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The header names the sitting's directory; a run of 100,000 sagas is
+	// under way when it is read, and far from done.
+	header, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no header: %v", err)
+	}
+	dir := header[strings.LastIndex(header, " in ")+4 : len(header)-1]
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(stdout)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitTimeout {
+		t.Fatalf("exit %v, want %d\nstdout:\n%s%s\nstderr:\n%s", err, exitTimeout, header, rest, stderr.String())
+	}
+	for _, want := range []string{"1 W1 against failed: stopped: context canceled", "1 of 1 runs failed"} {
+		if !strings.Contains(string(rest), want) {
+			t.Errorf("output lacks %q:\n%s%s", want, header, rest)
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sitting's directory %q is left behind (%v)", dir, err)
+	}
 }
 
 // A build that cannot run the benchmark: its runs are reported with why,

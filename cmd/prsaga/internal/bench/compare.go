@@ -22,7 +22,7 @@ import (
 type Compare struct {
 	// This and Against are the two binaries; Against runs first in each
 	// rotation. Their `bench --json` must report n, ok, cpu_seconds,
-	// p99_ms and sagas_per_second (every prsaga since the benchmark has).
+	// p99_ms and sagas_per_second (ca361df's does).
 	This, Against string
 	Workloads     []string
 	Runs          int
@@ -36,8 +36,6 @@ type Compare struct {
 	Target float64
 	// Progress, when set, gets a line per finished run.
 	Progress io.Writer
-	// Settle is called before each run; nil: SettleWriteback.
-	Settle func(ctx context.Context)
 }
 
 // Builds, as CompareRun.Build names them.
@@ -88,20 +86,20 @@ func RunCompare(ctx context.Context, c Compare) (CompareResult, error) {
 	if c.Runs < 1 {
 		return CompareResult{}, errors.New("compare: at least one run of each build")
 	}
-	settle := c.Settle
-	if settle == nil {
-		settle = SettleWriteback
-	}
 	res := CompareResult{This: c.This, Against: c.Against, Target: c.Target}
 	builds := []struct{ name, bin string }{{BuildAgainst, c.Against}, {BuildThis, c.This}}
+sitting:
 	for round := 1; round <= c.Runs; round++ {
 		for _, w := range c.Workloads {
 			for _, b := range builds {
-				if err := ctx.Err(); err != nil {
-					return res, err
+				if ctx.Err() != nil {
+					break sitting // summarize what ran
 				}
-				settle(ctx)
+				settleWriteback(ctx)
 				run := compareRun(ctx, c, round, w, b.name, b.bin)
+				if err := ctx.Err(); err != nil {
+					run.Error = "stopped: " + err.Error() // killed: it does not count
+				}
 				res.Runs = append(res.Runs, run)
 				if c.Progress != nil {
 					fmt.Fprintln(c.Progress, run.line())
@@ -176,10 +174,10 @@ func (r CompareRun) line() string {
 	return s + fmt.Sprintf(" %.2f ms CPU per saga  p99 %.1f ms  %.1f sagas/s", r.CPUMsPerSaga, r.P99Ms, r.SagasPerSecond)
 }
 
-// SettleWriteback writes the page cache's dirty data out and waits (a
+// settleWriteback writes the page cache's dirty data out and waits (a
 // minute at most) until under 2 MB of it is left: a run's start should not
 // pay for the writeback of the run before it.
-func SettleWriteback(ctx context.Context) {
+func settleWriteback(ctx context.Context) {
 	syncFiles()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
