@@ -57,7 +57,10 @@ func cmdBench(ctx context.Context, args []string, getenv func(string) string, st
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if *against != "" {
-		return cmdBenchCompare(ctx, fs, given, *against, *runs, *target, o.Workload, cfg.DataDir, *keep, *quiet, *asJSON, stdout, stderr)
+		return cmdBenchCompare(ctx, fs, given, compareFlags{
+			against: *against, workloads: o.Workload, dataDir: cfg.DataDir, runs: *runs, target: *target,
+			keep: *keep, quiet: *quiet, asJSON: *asJSON,
+		}, stdout, stderr)
 	}
 	for _, f := range []string{"runs", "target"} {
 		if given[f] {

@@ -25,12 +25,19 @@ var compareOwnFlags = map[string]bool{
 // soak that runs for hours.
 var compareRefused = []string{"cpuprofile", "memprofile", "trace", "soak", "sample-every"}
 
+// compareFlags are bench's flags that shape a sitting.
+type compareFlags struct {
+	against, workloads, dataDir string
+	runs                        int
+	target                      float64
+	keep, quiet, asJSON         bool
+}
+
 // cmdBenchCompare runs `prsaga bench --against BIN`: a sitting of
 // alternating runs of this build and BIN (docs/performance.md, "Comparing
-// two builds"). Exit codes: 0 every run counted; 1 some did not; 2 usage;
-// 3 interrupted.
-func cmdBenchCompare(ctx context.Context, fs *flag.FlagSet, given map[string]bool, against string, runs int, target float64,
-	workloads, dataDir string, keep, quiet, asJSON bool, stdout, stderr io.Writer) int {
+// two builds"). fs holds bench's parsed flags, given those set. Exit codes:
+// 0 every run counted; 1 some did not; 2 usage; 3 interrupted.
+func cmdBenchCompare(ctx context.Context, fs *flag.FlagSet, given map[string]bool, f compareFlags, stdout, stderr io.Writer) int {
 	usage := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "prsaga bench --against: "+format+"\n", args...)
 		return exitUsage
@@ -40,64 +47,64 @@ func cmdBenchCompare(ctx context.Context, fs *flag.FlagSet, given map[string]boo
 			return usage("--%s applies to one run; run it alone", f)
 		}
 	}
-	if runs < 1 {
-		return usage("--runs %d: at least 1", runs)
+	if f.runs < 1 {
+		return usage("--runs %d: at least 1", f.runs)
 	}
-	if target < 0 {
-		return usage("--target %g: a ratio above 0", target)
+	if f.target < 0 {
+		return usage("--target %g: a ratio, or 0 for none", f.target)
 	}
-	c := bench.Compare{Runs: runs, Target: target}
+	c := bench.Compare{Runs: f.runs, Target: f.target}
 	if !given["workload"] {
-		workloads = bench.W1 + "," + bench.W2 // a sitting covers both unless told
+		f.workloads = bench.W1 + "," + bench.W2 // a sitting covers both unless told
 	}
-	for _, w := range strings.Split(workloads, ",") {
+	for _, w := range strings.Split(f.workloads, ",") {
 		if w != bench.W1 && w != bench.W2 {
-			return usage("--workload %q: W1, W2 or W1,W2", workloads)
+			return usage("--workload %q: W1, W2 or W1,W2", f.workloads)
 		}
 		c.Workloads = append(c.Workloads, w)
 	}
 	var err error
-	if c.Against, err = executable(against); err != nil {
+	if c.Against, err = executable(f.against); err != nil {
 		return usage("%v", err)
 	}
 	if c.This, err = os.Executable(); err != nil {
 		fmt.Fprintf(stderr, "prsaga bench --against: %v\n", err)
 		return exitFailed
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if !compareOwnFlags[f.Name] {
-			c.Args = append(c.Args, "--"+f.Name+"="+f.Value.String())
+	fs.Visit(func(fl *flag.Flag) {
+		if !compareOwnFlags[fl.Name] {
+			c.Args = append(c.Args, "--"+fl.Name+"="+fl.Value.String())
 		}
 	})
 
 	// --data names the directory that holds the runs' (kept); otherwise a
 	// temp dir, removed at the end unless --keep.
 	if given["data"] {
-		if entries, err := os.ReadDir(dataDir); err == nil && len(entries) > 0 {
-			return usage("--data %s is not empty", dataDir)
+		if entries, err := os.ReadDir(f.dataDir); err == nil && len(entries) > 0 {
+			return usage("--data %s is not empty", f.dataDir)
 		}
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
 			fmt.Fprintf(stderr, "prsaga bench --against: %v\n", err)
 			return exitFailed
 		}
-		c.Dir, keep = dataDir, true
+		c.Dir, f.keep = f.dataDir, true
 	} else if c.Dir, err = os.MkdirTemp("", "prsaga-compare-"); err != nil {
 		fmt.Fprintf(stderr, "prsaga bench --against: %v\n", err)
 		return exitFailed
 	}
 	switch {
-	case !asJSON:
+	case !f.asJSON:
 		c.Progress = stdout
-	case !quiet:
+	case !f.quiet:
 		c.Progress = stderr
 	}
 	if c.Progress != nil {
 		fmt.Fprintf(c.Progress, "%d runs of %s with each build, rotated (against first), in %s\n",
-			runs, strings.Join(c.Workloads, " and "), c.Dir)
+			f.runs, strings.Join(c.Workloads, " and "), c.Dir)
 	}
 
 	res, err := bench.RunCompare(ctx, c)
-	if keep {
+	if f.keep {
 		fmt.Fprintf(stderr, "prsaga bench --against: the runs' directories are kept in %s\n", c.Dir)
 	} else {
 		// After the sitting, never during it: on ext4 without a journal
@@ -109,7 +116,7 @@ func cmdBenchCompare(ctx context.Context, fs *flag.FlagSet, given map[string]boo
 			fmt.Fprintln(stderr, "prsaga bench --against: the runs' directories are removed; wait a few minutes before the next sitting on ext4 without a journal")
 		}
 	}
-	if asJSON {
+	if f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if encErr := enc.Encode(res); encErr != nil {

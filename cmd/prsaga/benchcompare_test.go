@@ -190,6 +190,7 @@ func TestBenchAgainstUsage(t *testing.T) {
 		{[]string{"--against", filepath.Join(t.TempDir(), "none")}, "no such file"},
 		{[]string{"--against", "/bin/sh", "--workload", "W3"}, `--workload "W3": W1, W2 or W1,W2`},
 		{[]string{"--against", "/bin/sh", "--runs", "0"}, "--runs 0: at least 1"},
+		{[]string{"--against", "/bin/sh", "--target", "-1"}, "--target -1: a ratio, or 0 for none"},
 		{[]string{"--against", "/bin/sh", "--cpuprofile", "x.prof"}, "--cpuprofile applies to one run"},
 		{[]string{"--against", "/bin/sh", "--soak"}, "--soak applies to one run"},
 	} {
