@@ -142,14 +142,16 @@ func compareRun(ctx context.Context, c Compare, round int, workload, build, bin 
 		run.CPUMsPerSaga = out.CPUSeconds * 1000 / float64(out.OK)
 	}
 	switch {
+	case out.OK != out.N || out.Bad > 0: // what its exit 1 says, in numbers
+		run.Error = fmt.Sprintf("ok=%d bad=%d of %d", out.OK, out.Bad, out.N)
 	case runErr != nil:
 		run.Error = fmt.Sprintf("%s bench: %v: %s", bin, runErr, lastLines(stderr.String(), 3))
-	case out.OK != out.N || out.Bad > 0:
-		run.Error = fmt.Sprintf("ok=%d bad=%d of %d", out.OK, out.Bad, out.N)
 	}
 	return run
 }
 
+// orExit is how the run failed if it did, else why its output did not
+// decode.
 func orExit(runErr, decodeErr error) error {
 	if runErr != nil {
 		return runErr
@@ -157,7 +159,7 @@ func orExit(runErr, decodeErr error) error {
 	return decodeErr
 }
 
-// lastLines is the last n non-empty lines of s, joined by " | ".
+// lastLines is the last n lines of s, joined by " | ".
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
