@@ -118,17 +118,29 @@ func checkAgainstInterrupted(t *testing.T, bin string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The header names the sitting's directory; a run of 100,000 sagas is
-	// under way when it is read, and far from done.
-	header, err := bufio.NewReader(stdout).ReadString('\n')
+	// The header names the sitting's directory. Interrupt once the first
+	// run is under way (its bench is writing repositories): a run of
+	// 100,000 sagas is then far from done.
+	out := bufio.NewReader(stdout)
+	header, err := out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("no header: %v", err)
 	}
 	dir := header[strings.LastIndex(header, " in ")+4 : len(header)-1]
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(dir, "01-W1-against-*", "repos")); len(m) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first run did not start within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	rest, _ := io.ReadAll(stdout)
+	rest, _ := io.ReadAll(out)
 	err = cmd.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != exitTimeout {
