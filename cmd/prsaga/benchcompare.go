@@ -99,8 +99,12 @@ func cmdBenchCompare(ctx context.Context, fs *flag.FlagSet, given map[string]boo
 		c.Progress = stderr
 	}
 	if c.Progress != nil {
-		fmt.Fprintf(c.Progress, "%d runs of %s with each build, rotated (against first), in %s\n",
-			f.runs, strings.Join(c.Workloads, " and "), c.Dir)
+		n := fmt.Sprintf("%d runs", f.runs)
+		if f.runs == 1 {
+			n = "one run"
+		}
+		fmt.Fprintf(c.Progress, "%s of %s with each build, rotated (against first), in %s\n",
+			n, strings.Join(c.Workloads, " and "), c.Dir)
 	}
 
 	res, err := bench.RunCompare(ctx, c)

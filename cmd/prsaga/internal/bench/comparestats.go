@@ -140,7 +140,7 @@ func (r CompareResult) Format(w io.Writer) {
 			fmt.Fprintf(w, ": ratio %.3f", s.Ratio)
 		}
 		fmt.Fprintln(w)
-		if len(s.Pairs) > 0 {
+		if len(s.Pairs) > 1 {
 			fmt.Fprintf(w, "   run by run %.2f–%.2f, median %.2f\n", slices.Min(s.Pairs), slices.Max(s.Pairs), median(s.Pairs))
 		}
 		if s.Picks > 0 {

@@ -101,4 +101,12 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
 	}
+
+	// One rotation: its ratio is the ratio; no range of one.
+	one := runs[:2]
+	out.Reset()
+	CompareResult{Runs: one, Summaries: summarize(one, []string{W1}, 0)}.Format(&out)
+	if !strings.Contains(out.String(), "ratio 0.500") || strings.Contains(out.String(), "run by run") {
+		t.Errorf("summary of one rotation:\n%s\nwant the ratio 0.500 and no run-by-run range", out.String())
+	}
 }
