@@ -23,7 +23,7 @@ import (
 // one against a build that cannot run the benchmark.
 func TestBenchAgainst(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the binary and runs eight benchmarks")
+		t.Skip("-short: builds the binary and runs thirteen benchmarks (about a minute); make test runs it")
 	}
 	bin := buildBinary(t)
 	other := filepath.Join(t.TempDir(), "prsaga-other")
@@ -127,16 +127,10 @@ func checkAgainstInterrupted(t *testing.T, bin string) {
 		t.Fatalf("no header: %v", err)
 	}
 	dir := header[strings.LastIndex(header, " in ")+4 : len(header)-1]
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if m, _ := filepath.Glob(filepath.Join(dir, "01-W1-against-*", "repos")); len(m) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first run did not start within a minute")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitCond(t, time.Minute, "the first run writing its repositories", func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "01-W1-against-*", "repos"))
+		return len(m) > 0
+	})
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
