@@ -55,6 +55,9 @@ func browser(t *testing.T, deadline time.Duration) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium puts its singleton socket in a directory of its own
+		// under TMPDIR and leaves it behind: keep it in the test's.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	)
 	t.Cleanup(acancel)
