@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -93,7 +94,9 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 	// Before journal_mode: switching a new file to WAL writes its first
 	// page, after which auto_vacuum can only change by a VACUUM
 	// (ensureIncremental's conversion, meant for files made before it). On
-	// an existing file this changes nothing.
+	// an existing file it changes no setting but still writes: the header
+	// field, in a transaction of its own. So only the writer sets it (see
+	// the readers' pragmas below).
 	q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
@@ -131,6 +134,12 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
+	// Readers open as reads overlap, mid-traffic. Setting auto_vacuum would
+	// commit page 1, and the writer, seeing the file changed by another
+	// connection, would drop its whole page cache at its next transaction
+	// (and the opening reader would run a checkpoint): a reader's open
+	// writes nothing. The writer's open (first, in Open) made the file.
+	q["_pragma"] = slices.DeleteFunc(q["_pragma"], func(p string) bool { return strings.HasPrefix(p, "auto_vacuum(") })
 	q.Add("_pragma", "query_only(1)")
 	// BEGIN IMMEDIATE fails on a query-only connection ("attempt to write a
 	// readonly database"): a read transaction on the reader pool is deferred.

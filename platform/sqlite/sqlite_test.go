@@ -411,3 +411,43 @@ func TestReaderTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestReaderOpenWritesNothing(t *testing.T) {
+	// The reader pool opens connections as reads overlap, mid-traffic. An
+	// open that wrote (a pragma setting the file's header: auto_vacuum)
+	// would commit a page, and the writer, seeing the file changed by
+	// another connection, would drop its whole page cache at its next
+	// transaction and read it all back.
+	ctx := testContext(t)
+	db, _ := openClock(t)
+	putKV(t, db, "a", 1, "before the readers")
+	version := func() (v int64) {
+		t.Helper()
+		if err := update(ctx, db, func(tx *sqlite.Tx) error {
+			return tx.QueryRow(`PRAGMA data_version`).Scan(&v)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := version()
+	// Four at once: the pool opens every connection it may hold.
+	var conns []*sql.Conn
+	for range 4 {
+		c, err := db.Reader().Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		var n int
+		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM kv`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("read on reader %d: n=%d err=%v", len(conns), n, err)
+		}
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	if after := version(); after != before {
+		t.Errorf("the writer's data_version went %d -> %d while only readers opened: a reader's open wrote to the file", before, after)
+	}
+}
