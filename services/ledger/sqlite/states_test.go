@@ -90,3 +90,50 @@ func TestStateCountsFollowEveryWrite(t *testing.T) {
 	}
 	check("after a rolled-back update")
 }
+
+// The count triggers only update rows (migration 0006): every state of the
+// contract has its row from the start, or its sagas would go uncounted.
+// And they hold no upsert: its DO UPDATE resolves a conflict by ABORT
+// whatever the writing statement says, which brings back the statement
+// journal that SaveSaga's OR FAIL avoids (a copy of every page a saga's
+// first write touches).
+func TestStateCountTriggersUpdateSeededRows(t *testing.T) {
+	db := sqlitetest.Open(t, ledgersqlite.Migrations)
+	have := map[string]bool{}
+	rows, err := db.Reader().Query(`SELECT state FROM saga_state_count`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var st string
+		if err := rows.Scan(&st); err != nil {
+			t.Fatal(err)
+		}
+		have[st] = true
+	}
+	rows.Close()
+	for _, st := range contracts.States {
+		if !have[string(st)] {
+			t.Errorf("no saga_state_count row for %s in a new database", st)
+		}
+	}
+	rows, err = db.Reader().Query(`SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'pr_saga'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var name, sql string
+		if err := rows.Scan(&name, &sql); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if strings.Contains(strings.ToUpper(sql), "ON CONFLICT") {
+			t.Errorf("trigger %s holds an upsert: %s", name, sql)
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d triggers on pr_saga, want 3 (insert, update of state, delete)", n)
+	}
+}

@@ -143,8 +143,15 @@ func (t *Tx) SaveSaga(prev, next contracts.Row) error {
 	ctx := t.tx.Context()
 	var res sql.Result
 	var err error
+	// OR FAIL: the count triggers make each write of pr_saga a write of two
+	// tables, and with the default ABORT SQLite keeps a statement journal
+	// for it (a copy of every page the statement touches, to undo it
+	// halfway; ~6 pages per saga). A statement that fails here fails its
+	// unit, which is rolled back whole (its savepoint, or the transaction),
+	// so nothing half-done outlives its error. Migration 0006 keeps the
+	// triggers free of upserts, whose DO UPDATE would abort regardless.
 	if !prev.Exists {
-		res, err = t.tx.ExecContext(ctx, `INSERT INTO pr_saga (`+sagaColumns+`)
+		res, err = t.tx.ExecContext(ctx, `INSERT OR FAIL INTO pr_saga (`+sagaColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (pr_id) DO NOTHING`,
 			next.PRID, next.Repo, next.CorrelationID, next.State, next.FailedStep, next.LastError, next.TimedOut,
 			next.Attempts, next.MergeSHA, next.Merged, micros(next.CreatedAt), micros(next.UpdatedAt))
@@ -153,7 +160,7 @@ func (t *Tx) SaveSaga(prev, next contracts.Row) error {
 		// event's repo matches its pr_id), and SQLite rewrites an index
 		// entry of every indexed column a SET names, changed or not —
 		// idx_saga_repo on every transition.
-		res, err = t.tx.ExecContext(ctx, `UPDATE pr_saga SET correlation_id = ?, state = ?,
+		res, err = t.tx.ExecContext(ctx, `UPDATE OR FAIL pr_saga SET correlation_id = ?, state = ?,
 			failed_step = ?, last_error = ?, timed_out = ?, attempts = ?, merge_sha = ?, merged = ?,
 			created_at = ?, updated_at = ?, version = version + 1
 			WHERE pr_id = ? AND version = ?`,
