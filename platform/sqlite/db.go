@@ -72,7 +72,7 @@ type DB struct {
 	savepointsNext int
 	fresh          fresh      // rows committed since the relay last took them
 	marks          marks      // rows published, to be marked sent by the next commit
-	stmts          stmtCache  // on w
+	wr             writer     // the write connection's statements (writer.go)
 	rstmts         stmtCache  // on r, for QueryContext and QueryRowContext
 	reads          readStmts  // on r
 	mu             sync.Mutex // guards closed
@@ -155,8 +155,7 @@ func Open(ctx context.Context, path string, opts Options, migs ...Migrations) (*
 	// configure, and prepare statements on) new ones afterwards.
 	r.SetMaxIdleConns(4)
 	db := &DB{path: path, w: w, r: r, now: opts.Now, log: opts.Log, committed: make(chan struct{}, 1),
-		stmts:  stmtCache{stmts: map[string]*sql.Stmt{}, bad: map[string]bool{}},
-		rstmts: stmtCache{stmts: map[string]*sql.Stmt{}, bad: map[string]bool{}}}
+		rstmts: stmtCache{stmts: map[string]*sql.Stmt{}}}
 	if db.now == nil {
 		db.now = time.Now
 	}
@@ -188,7 +187,11 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
-	db.stmts.close()
+	// The writer's statements are closed on their connection, once it is
+	// free (a transaction still running ends first).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	db.withWriter(ctx, func() error { db.wr.close(); return nil })
 	db.rstmts.close()
 	db.reads.close()
 	return errors.Join(db.w.Close(), db.r.Close())

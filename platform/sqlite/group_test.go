@@ -38,7 +38,7 @@ func put(k string, in *sync.Map) func(tx store.Tx) error {
 		if err != nil {
 			return err
 		}
-		in.Store(k, tx.Tx)
+		in.Store(k, tx.d)
 		tx.AfterCommit(func() { in.Store("after:"+k, true) })
 		_, err = tx.ExecContext(tx.Context(), `INSERT INTO kv (k, v) VALUES (?, 1)`, k)
 		return err

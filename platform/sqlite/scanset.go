@@ -1,13 +1,11 @@
 package sqlite
 
-import "database/sql"
-
 // ScanSet reads the rows of a query of one text column into a set and
 // closes them: the answer to the "which of these ids …" queries of the
 // inbox and the adapters. It takes the query's results as they come
 // (ScanSet(q.QueryContext(…))); the caller wraps the error with what it
 // was reading.
-func ScanSet(rows *sql.Rows, err error) (map[string]bool, error) {
+func ScanSet(rows *Rows, err error) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}

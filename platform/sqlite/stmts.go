@@ -8,50 +8,12 @@ import (
 	"sync"
 )
 
-// maxCachedStmts bounds the prepared-statement cache of one database: the
-// services use a fixed set of statements; SQL built per call (IN lists of
-// varying length) simply stops being cached once the bound is reached.
-const maxCachedStmts = 512
-
-// stmtCache holds statements prepared once on the writer connection and
-// reused by every transaction (SQLite parses a statement in tens of µs, a
-// noticeable share of a small transaction). A statement is prepared after
-// the transaction that first ran it, when the single writer connection is
-// free again: preparing on the pool while a transaction holds its only
-// connection would wait for that very transaction.
+// stmtCache holds the reader pool's statements, prepared once and reused
+// by every read (SQLite parses a statement in tens of µs, a noticeable
+// share of a small query).
 type stmtCache struct {
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
-	bad   map[string]bool // failed to prepare: not tried again
-}
-
-func (c *stmtCache) get(query string) *sql.Stmt {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stmts[query]
-}
-
-// prepare prepares the queries not cached yet on pool.
-func (c *stmtCache) prepare(ctx context.Context, pool *sql.DB, queries []string) {
-	for _, q := range queries {
-		c.mu.Lock()
-		skip := c.stmts[q] != nil || c.bad[q] || len(c.stmts) >= maxCachedStmts
-		c.mu.Unlock()
-		if skip {
-			continue
-		}
-		s, err := pool.PrepareContext(ctx, q)
-		c.mu.Lock()
-		switch {
-		case err != nil:
-			c.bad[q] = true
-		case c.stmts[q] != nil:
-			s.Close()
-		default:
-			c.stmts[q] = s
-		}
-		c.mu.Unlock()
-	}
 }
 
 func (c *stmtCache) close() {
@@ -63,77 +25,11 @@ func (c *stmtCache) close() {
 	}
 }
 
-// The statement methods of Tx shadow those of the embedded *sql.Tx, so
-// that every service's statements reuse prepared ones without changing a
-// line. A *sql.Row must be scanned before the same query runs again in
-// the transaction (they share one SQLite statement). Rows of a query hold
-// its statement until they are closed: the same query run meanwhile (a
-// nested loop over one query) is prepared for that call alone.
-
-// ExecContext executes a statement in the transaction.
-func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if ts := tx.cached(ctx, query); ts != nil {
-		return ts.ExecContext(ctx, args...)
-	}
-	return tx.Tx.ExecContext(ctx, query, args...)
-}
-
-// Exec is ExecContext with context.Background, as sql.Tx.Exec.
-func (tx *Tx) Exec(query string, args ...any) (sql.Result, error) {
-	return tx.ExecContext(context.Background(), query, args...)
-}
-
-// QueryRowContext runs a query expected to return at most one row.
-func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if ts := tx.cached(ctx, query); ts != nil {
-		return ts.QueryRowContext(ctx, args...)
-	}
-	return tx.Tx.QueryRowContext(ctx, query, args...)
-}
-
-// QueryContext runs a query of any number of rows in the transaction (the
-// validator reads a commit's statuses so on every request: parsing the
-// query each time was ~1.5% of a saga's CPU).
-func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if ts := tx.cached(ctx, query); ts != nil {
-		rows, err := ts.QueryContext(ctx, args...)
-		tx.reading(ts, rows)
-		return rows, err
-	}
-	return tx.Tx.QueryContext(ctx, query, args...)
-}
-
-// cached is query's prepared statement bound to the transaction, or nil
-// for the query to run unprepared: not prepared yet (it will be after the
-// transaction), or held by rows still open.
-func (tx *Tx) cached(ctx context.Context, query string) *sql.Stmt {
-	s := tx.db.stmts.get(query)
-	if s == nil {
-		tx.miss(query)
-		return nil
-	}
-	return tx.stmt(ctx, s)
-}
-
-// Query is QueryContext with context.Background, as sql.Tx.Query.
-func (tx *Tx) Query(query string, args ...any) (*sql.Rows, error) {
-	return tx.QueryContext(context.Background(), query, args...)
-}
-
-// QueryRow is QueryRowContext with context.Background, as sql.Tx.QueryRow.
-func (tx *Tx) QueryRow(query string, args ...any) *sql.Row {
-	return tx.QueryRowContext(context.Background(), query, args...)
-}
-
-func (tx *Tx) miss(query string) {
-	if tx.misses == nil {
-		tx.misses = map[string]bool{}
-	}
-	tx.misses[query] = true
-}
-
 // The platform's own statements, prepared at Open.
 const (
+	sqlBegin          = `BEGIN IMMEDIATE`
+	sqlCommit         = `COMMIT`
+	sqlRollback       = `ROLLBACK`
 	sqlSavepoint      = `SAVEPOINT unit`
 	sqlRollbackTo     = `ROLLBACK TO unit`
 	sqlRelease        = `RELEASE unit`
@@ -168,14 +64,18 @@ func (r *readStmts) close() {
 // prepare prepares the platform's statements (after the migrations made
 // their tables).
 func (db *DB) prepare(ctx context.Context) error {
-	writes := []string{sqlSavepoint, sqlRollbackTo, sqlRelease, sqlInboxInsert, sqlOutboxInsert, sqlMarkSent}
-	db.stmts.prepare(ctx, db.w, writes)
-	for _, q := range writes {
-		if db.stmts.get(q) == nil {
-			return fmt.Errorf("prepare %q failed", q)
+	writes := []string{sqlBegin, sqlCommit, sqlRollback, sqlSavepoint, sqlRollbackTo, sqlRelease, sqlInboxInsert, sqlOutboxInsert, sqlMarkSent}
+	err := db.withWriter(ctx, func() error {
+		for _, q := range writes {
+			if _, err := db.wr.stmt(ctx, q); err != nil {
+				return fmt.Errorf("prepare %q: %w", q, err)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	var err error
 	if db.reads.processed, err = db.r.PrepareContext(ctx, sqlInboxProcessed); err != nil {
 		return fmt.Errorf("prepare inbox lookup: %w", err)
 	}
@@ -194,23 +94,23 @@ func (db *DB) prepare(ctx context.Context) error {
 // QueryContext runs a read on the reader pool with a statement prepared
 // once and reused (Reader().QueryContext parses it on every call). Safe
 // for concurrent use; the query must not write.
-func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*Rows, error) {
 	s, err := db.readStmt(ctx, query)
 	if err != nil {
-		return db.r.QueryContext(ctx, query, args...)
+		return readRows(db.r.QueryContext(ctx, query, args...))
 	}
-	return s.QueryContext(ctx, args...)
+	return readRows(s.QueryContext(ctx, args...))
 }
 
 // QueryRowContext is QueryContext for at most one row.
-func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *Row {
 	s, err := db.readStmt(ctx, query)
 	if err != nil {
 		// *sql.Row carries no error of its own making: let the pool report
 		// the same preparation error through an unprepared query.
-		return db.r.QueryRowContext(ctx, query, args...)
+		return &Row{sr: db.r.QueryRowContext(ctx, query, args...)}
 	}
-	return s.QueryRowContext(ctx, args...)
+	return &Row{sr: s.QueryRowContext(ctx, args...)}
 }
 
 // readStmt returns the reader pool's prepared statement for query,

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,21 +29,18 @@ func TxOf(tx store.Tx) (*Tx, error) {
 	return t, nil
 }
 
-// Tx is one write transaction: the service's own statements through the
-// embedded *sql.Tx, plus the platform's inbox and outbox.
-//
-// Statements run through Tx's own methods (ExecContext, QueryRowContext and
-// their context-free forms) are prepared once per database and reused.
+// Tx is one unit of a write transaction: the service's own statements
+// (ExecContext, QueryContext, QueryRowContext and their context-free
+// forms, as *sql.Tx has them; writer.go), plus the platform's inbox and
+// outbox. Statements are prepared once per connection and reused.
 type Tx struct {
-	*sql.Tx
+	d       *dtx // the transaction, shared by the units of a group commit
 	db      *DB
 	ctx     context.Context
 	now     time.Time
 	emitted int
 	rows    []OutboxRow // what Emit appended, for the relay once committed
 	after   []func()
-	misses  map[string]bool // statements to prepare once the tx is over
-	bound   *bound          // shared by the units of one transaction
 }
 
 // AfterCommit registers f to run once the transaction has committed (for
@@ -158,35 +154,38 @@ func (db *DB) updateEach(reqs []*request, savepoints bool) error {
 	// The transaction serves several callers: none's cancellation may
 	// abort the others' units. Each unit's statements use its own context.
 	ctx := context.WithoutCancel(reqs[0].ctx)
-	stx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
+	return db.withWriter(ctx, func() error { return db.updateOn(ctx, reqs, savepoints) })
+}
+
+// updateOn is updateEach on the write connection, lent by withWriter.
+func (db *DB) updateOn(ctx context.Context, reqs []*request, savepoints bool) error {
+	// BEGIN and COMMIT run as the other statements do, prepared once
+	// (the driver's BeginTx and Commit parse their SQL every time).
+	if err := db.wr.exec(ctx, sqlBegin); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	d := &dtx{w: &db.wr, live: true}
+	committed := false
+	// Rolls back when a fn fails or panics (a recovered panic, as net/http
+	// does, must not leave the single writer connection in a transaction),
+	// and after a failed COMMIT that left the transaction open (busy).
+	defer func() {
+		d.end()
+		if !committed {
+			db.wr.exec(ctx, sqlRollback)
+		}
+		d.live = false
+	}()
 	now := db.now()
-	shared := &bound{}
 	n := 0
 	for _, r := range reqs {
 		r.errs = make([]error, len(r.fns))
 		r.txs = make([]*Tx, len(r.fns))
 		n += len(r.fns)
 	}
-	defer func() {
-		// Rolls back when a fn fails or panics (a recovered panic, as
-		// net/http does, must not leave the single writer connection in a
-		// transaction); a no-op after Commit. Then prepare what ran
-		// unprepared, on the free connection.
-		stx.Rollback()
-		for _, r := range reqs {
-			for _, tx := range r.txs {
-				if tx != nil && len(tx.misses) > 0 {
-					db.prepareMisses(tx.misses)
-				}
-			}
-		}
-	}()
 	for _, r := range reqs {
 		for i, fn := range r.fns {
-			tx := &Tx{Tx: stx, db: db, ctx: r.ctx, now: now, bound: shared}
+			tx := &Tx{d: d, db: db, ctx: r.ctx, now: now}
 			r.txs[i] = tx
 			if n == 1 || !savepoints {
 				if r.errs[i] = r.call(fn, tx); r.errs[i] != nil {
@@ -214,7 +213,7 @@ func (db *DB) updateEach(reqs []*request, savepoints bool) error {
 	// callers' units (marks.go), rather than in a transaction of their own.
 	folded := db.marks.take()
 	if len(folded) > 0 {
-		ftx := &Tx{Tx: stx, db: db, ctx: ctx, now: now, bound: shared}
+		ftx := &Tx{d: d, db: db, ctx: ctx, now: now}
 		switch err := db.fold(ctx, ftx, folded, now.UnixMicro()); {
 		case err == errFoldFailed:
 			db.marks.settle(folded, false)
@@ -224,10 +223,12 @@ func (db *DB) updateEach(reqs []*request, savepoints bool) error {
 			return err
 		}
 	}
-	if err := stx.Commit(); err != nil {
+	d.end()
+	if err := db.wr.exec(ctx, sqlCommit); err != nil {
 		db.marks.settle(folded, false)
 		return fmt.Errorf("commit: %w", err)
 	}
+	committed = true
 	db.marks.settle(folded, true)
 	emitted := 0
 	for _, r := range reqs {
@@ -247,16 +248,6 @@ func (db *DB) updateEach(reqs []*request, savepoints bool) error {
 		}
 	}
 	return nil
-}
-
-func (db *DB) prepareMisses(misses map[string]bool) {
-	qs := make([]string, 0, len(misses))
-	for q := range misses {
-		qs = append(qs, q)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	db.stmts.prepare(ctx, db.w, qs)
 }
 
 // Emit appends events to the outbox; the relay publishes them after commit.
@@ -334,7 +325,7 @@ func (db *DB) ProcessedAny(ctx context.Context, consumer string, eventIDs []stri
 	if err != nil {
 		return nil, fmt.Errorf("inbox lookup: %w", err)
 	}
-	seen, err := ScanSet(db.reads.processedAny.QueryContext(ctx, consumer, string(list)))
+	seen, err := ScanSet(readRows(db.reads.processedAny.QueryContext(ctx, consumer, string(list))))
 	if err != nil {
 		return nil, fmt.Errorf("inbox lookup: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/prsaga/prsaga/contracts"
+	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/ledger"
 )
 
@@ -127,7 +128,7 @@ const selectEvents = `SELECT event_id, pr_id, correlation_id, type, status, reas
 
 // eventsOf is the answer of a query of events (rows, err): the events, or
 // the error said in terms of what was read.
-func eventsOf(rows *sql.Rows, err error, format string, args ...any) ([]ledger.Event, error) {
+func eventsOf(rows *psqlite.Rows, err error, format string, args ...any) ([]ledger.Event, error) {
 	if err == nil {
 		var out []ledger.Event
 		if out, err = scanEvents(rows); err == nil {
@@ -139,7 +140,7 @@ func eventsOf(rows *sql.Rows, err error, format string, args ...any) ([]ledger.E
 
 // scanEvents scans and closes rows of saga_event's columns (event_id,
 // pr_id, correlation_id, type, status, reason, received_at, event).
-func scanEvents(rows *sql.Rows) ([]ledger.Event, error) {
+func scanEvents(rows *psqlite.Rows) ([]ledger.Event, error) {
 	defer rows.Close()
 	out := []ledger.Event{}
 	for rows.Next() {

@@ -277,7 +277,7 @@ func (t *Tx) SaveRetryAnswer(key string, a ledger.RetryAnswer) error {
 }
 
 type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryRowContext(ctx context.Context, query string, args ...any) *psqlite.Row
 }
 
 func latestEvent(ctx context.Context, q queryer, correlationID, eventType string) (ledger.Event, bool, error) {

@@ -164,7 +164,7 @@ func (h *harness) follow(typ, service string, n int, run string, attempt int, pa
 
 func (h *harness) lock(n int) validator.Lock {
 	h.t.Helper()
-	l, err := vsqlite.Lock(context.Background(), h.db.Reader(), contracts.PRID("acme/widgets", n))
+	l, err := vsqlite.Lock(context.Background(), h.db, contracts.PRID("acme/widgets", n))
 	if err != nil {
 		h.t.Fatal(err)
 	}

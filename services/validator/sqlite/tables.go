@@ -15,8 +15,8 @@ import (
 // Querier runs reads: a *psqlite.Tx inside a commit, or the *psqlite.DB
 // outside (its statements are prepared once on the reader pool).
 type Querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*psqlite.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *psqlite.Row
 }
 
 // Statuses returns the latest status of every context of repo@sha, by context.
