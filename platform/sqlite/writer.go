@@ -108,7 +108,7 @@ func (w *writer) close() {
 func (db *DB) withWriter(ctx context.Context, f func() error) error {
 	c, err := db.w.Conn(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("write connection: %w", err)
 	}
 	var panicked any
 	err = c.Raw(func(conn any) (err error) {
