@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
@@ -35,29 +36,17 @@ func assign(dest, src any) error {
 			return nil
 		}
 	case *[]byte:
-		switch s := src.(type) {
-		case []byte:
-			*d = append([]byte(nil), s...)
-			return nil
-		case nil:
-			*d = nil
-			return nil
-		}
-		if s, ok := asText(src); ok {
-			*d = []byte(s)
+		if b, ok := bytesOf(src); ok {
+			*d = b
 			return nil
 		}
 	case *sql.RawBytes:
-		switch s := src.(type) {
-		case []byte:
-			*d = append((*d)[:0], s...)
-			return nil
-		case nil:
+		if src == nil {
 			*d = nil
 			return nil
 		}
-		if s, ok := asText(src); ok {
-			*d = append((*d)[:0], s...)
+		if b, ok := bytesOf(src); ok {
+			*d = append((*d)[:0], b...)
 			return nil
 		}
 	case *bool:
@@ -69,7 +58,7 @@ func assign(dest, src any) error {
 		return nil
 	case *any:
 		if s, ok := src.([]byte); ok {
-			*d = append([]byte(nil), s...)
+			*d = bytes.Clone(s)
 			return nil
 		}
 		*d = src
@@ -113,7 +102,7 @@ func assignReflect(dest, src any) error {
 	sv := reflect.ValueOf(src)
 	if sv.Type().AssignableTo(v.Type()) {
 		if b, ok := src.([]byte); ok {
-			v.Set(reflect.ValueOf(append([]byte(nil), b...)))
+			v.Set(reflect.ValueOf(bytes.Clone(b)))
 			return nil
 		}
 		v.Set(sv)
@@ -134,38 +123,55 @@ func assignReflect(dest, src any) error {
 			v.SetString(string(s))
 			return nil
 		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
 		if !ok {
 			break
 		}
-		n, err := strconv.ParseInt(text, 10, v.Type().Bits())
-		if err != nil {
+		if err := setNumber(v, text); err != nil {
 			return fmt.Errorf("converting driver.Value type %T (%q) to a %s: %w", src, text, v.Kind(), err)
 		}
-		v.SetInt(n)
-		return nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if !ok {
-			break
-		}
-		n, err := strconv.ParseUint(text, 10, v.Type().Bits())
-		if err != nil {
-			return fmt.Errorf("converting driver.Value type %T (%q) to a %s: %w", src, text, v.Kind(), err)
-		}
-		v.SetUint(n)
-		return nil
-	case reflect.Float32, reflect.Float64:
-		if !ok {
-			break
-		}
-		f, err := strconv.ParseFloat(text, v.Type().Bits())
-		if err != nil {
-			return fmt.Errorf("converting driver.Value type %T (%q) to a %s: %w", src, text, v.Kind(), err)
-		}
-		v.SetFloat(f)
 		return nil
 	}
 	return fmt.Errorf("unsupported Scan, storing driver.Value type %T into type %T", src, dest)
+}
+
+// bytesOf is src as bytes of its own, nil for NULL; false for a kind
+// without text.
+func bytesOf(src any) ([]byte, bool) {
+	switch s := src.(type) {
+	case []byte:
+		return bytes.Clone(s), true
+	case nil:
+		return nil, true
+	}
+	s, ok := asText(src)
+	return []byte(s), ok
+}
+
+// setNumber parses text into v, a number of any kind and size.
+func setNumber(v reflect.Value, text string) error {
+	bits := v.Type().Bits()
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(text, 10, bits)
+		if err == nil {
+			v.SetInt(n)
+		}
+		return err
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, err := strconv.ParseUint(text, 10, bits)
+		if err == nil {
+			v.SetUint(n)
+		}
+		return err
+	}
+	f, err := strconv.ParseFloat(text, bits)
+	if err == nil {
+		v.SetFloat(f)
+	}
+	return err
 }
 
 // asText is src as database/sql formats it to convert between kinds.

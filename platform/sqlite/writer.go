@@ -152,14 +152,7 @@ func (d *dtx) end() {
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	tx.d.mu.Lock()
 	defer tx.d.mu.Unlock()
-	if !tx.d.live {
-		return nil, sql.ErrTxDone
-	}
-	nv, err := namedValues(args)
-	if err != nil {
-		return nil, err
-	}
-	s, err := tx.d.w.stmt(ctx, query)
+	s, nv, err := tx.statement(ctx, query, args)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +160,23 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 		defer s.s.Close()
 	}
 	return s.exec.ExecContext(ctx, nv)
+}
+
+// statement is query's statement and args for the driver, in a live
+// transaction; the caller holds the transaction's lock.
+func (tx *Tx) statement(ctx context.Context, query string, args []any) (*wstmt, []driver.NamedValue, error) {
+	if !tx.d.live {
+		return nil, nil, sql.ErrTxDone
+	}
+	nv, err := namedValues(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := tx.d.w.stmt(ctx, query)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, nv, nil
 }
 
 // Exec is ExecContext with context.Background, as sql.Tx.Exec.
@@ -180,14 +190,7 @@ func (tx *Tx) Exec(query string, args ...any) (sql.Result, error) {
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*Rows, error) {
 	tx.d.mu.Lock()
 	defer tx.d.mu.Unlock()
-	if !tx.d.live {
-		return nil, sql.ErrTxDone
-	}
-	nv, err := namedValues(args)
-	if err != nil {
-		return nil, err
-	}
-	s, err := tx.d.w.stmt(ctx, query)
+	s, nv, err := tx.statement(ctx, query, args)
 	if err != nil {
 		return nil, err
 	}

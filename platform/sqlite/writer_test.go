@@ -244,7 +244,7 @@ func TestPanicKeepsTheWriteConnection(t *testing.T) {
 func TestScanConvertsAsDatabaseSQL(t *testing.T) {
 	db := openGroupDB(t)
 	ctx := context.Background()
-	exprs := []string{`42`, `-7`, `0`, `1`, `2.5`, `'text'`, `'17'`, `'true'`, `''`, `x'00ff'`, `NULL`,
+	exprs := []string{`42`, `-7`, `0`, `1`, `2.5`, `'text'`, `'17'`, `'true'`, `''`, `x'00ff'`, `x''`, `NULL`,
 		`9223372036854775807`, `'2026-12-05T10:00:00Z'`, `300`, `'1e3'`}
 	type named string
 	type small int8
