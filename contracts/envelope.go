@@ -182,6 +182,9 @@ type Envelope struct {
 	Event   *event.Event
 	Meta    Meta
 	Payload any // *Request, *Validated, *Merged, *Notified, *Indexed, *StepFailed, *TimedOut or *StateChanged
+	// Route is what the subject it arrived on proves: its producer, whether
+	// it is a replay, the failed step.
+	Route Route
 }
 
 // Req returns the request fields every saga payload carries.
@@ -208,12 +211,25 @@ func (e Envelope) Req() Request {
 	return Request{}
 }
 
-// Open checks an event against the contract: id, known type, producer,
+// Open checks an event that prsaga holds already — one it built, or one a
+// consumer admitted and stored — as if it arrived on the subject it is
+// published on (SubjectOf). What arrives from the bus is opened with
+// OpenOn and the subject it was consumed from.
+func Open(e *event.Event) (Envelope, error) {
+	subject, err := SubjectOf(e)
+	if err != nil {
+		return Envelope{}, err
+	}
+	return OpenOn(subject, e)
+}
+
+// OpenOn checks an event that arrived on subject against the contract: the
+// subject's route (type, producer, replay, failed step: routes.go), id,
 // extensions, payload decoding and identity (pr_id, repo, number, subject).
 // An error here means the event cannot be attributed to a saga: dead-letter
 // it. The payload's other fields are checked by ValidatePayload, because an
 // invalid request must still be answered.
-func Open(e *event.Event) (Envelope, error) {
+func OpenOn(subject string, e *event.Event) (Envelope, error) {
 	if e.Source() == "" {
 		return Envelope{}, fieldErr("source", "is missing")
 	}
@@ -244,11 +260,12 @@ func Open(e *event.Event) (Envelope, error) {
 	default:
 		return Envelope{}, fieldErr("type", "unknown event type %q", truncate(e.Type()))
 	}
+	route, ok := RouteOf(subject)
+	if !ok {
+		return Envelope{}, fieldErr("nats subject", "%s carries no saga event (design §3 lists the subjects)", truncate(subject))
+	}
 	m, err := MetaOf(e)
 	if err != nil {
-		return Envelope{}, err
-	}
-	if err := CheckSource(e.Type(), e.Source(), m.ReplayOf); err != nil {
 		return Envelope{}, err
 	}
 	if ct := e.DataContentType(); ct != "" && ct != event.ApplicationJSON && ct != "application/json; charset=utf-8" {
@@ -257,12 +274,10 @@ func Open(e *event.Event) (Envelope, error) {
 	if err := Decode(e, p); err != nil {
 		return Envelope{}, err
 	}
-	if f, ok := p.(*StepFailed); ok {
-		if err := CheckStepSource(f.Step, e.Source()); err != nil {
-			return Envelope{}, err
-		}
+	if err := checkRoute(route, e, m, p); err != nil {
+		return Envelope{}, err
 	}
-	env := Envelope{Event: e, Meta: m, Payload: p}
+	env := Envelope{Event: e, Meta: m, Payload: p, Route: route}
 	if sc, ok := p.(*StateChanged); ok {
 		if err := sc.Validate(); err != nil {
 			return Envelope{}, err

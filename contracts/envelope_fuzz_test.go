@@ -107,8 +107,8 @@ func FuzzOpen(f *testing.F) {
 		if err := contracts.ValidateEventID(e.ID()); err != nil {
 			t.Fatalf("Open accepts id %q: %v", e.ID(), err)
 		}
-		if err := contracts.CheckSource(e.Type(), e.Source(), env.Meta.ReplayOf); err != nil {
-			t.Fatalf("Open accepts a %s from %q: %v", e.Type(), e.Source(), err)
+		if subject, err := contracts.SubjectOf(&e); err != nil || subject != env.Route.Subject {
+			t.Fatalf("Open accepts a %s from %q on route %q; its subject is %q (%v)", e.Type(), e.Source(), env.Route.Subject, subject, err)
 		}
 		if !confined(req.Repo) {
 			t.Fatalf("Open accepts repo %q, which escapes the repos dir", req.Repo)

@@ -400,8 +400,8 @@ func TestOpenRejects(t *testing.T) {
 		{"step_failed from ledger", contracts.TypeStepFailed, func(e *event.Event) { e.SetSource(contracts.SourceLedger) }, "source"},
 		{"step_failed from a client", contracts.TypeStepFailed, func(e *event.Event) { e.SetSource(clientSource) }, "source"},
 		{"requested from merger", contracts.TypeMergeRequested, func(e *event.Event) { e.SetSource("/prsaga/merger") }, "source"},
-		{"client-set replayof", contracts.TypeMergeRequested, func(e *event.Event) { e.SetExtension(contracts.ExtReplayOf, requestID) }, "replayof"},
-		{"step service sets replayof", contracts.TypeMerged, func(e *event.Event) { e.SetExtension(contracts.ExtReplayOf, "merged-0") }, "replayof"},
+		{"client-set replayof", contracts.TypeMergeRequested, func(e *event.Event) { e.SetExtension(contracts.ExtReplayOf, requestID) }, "source"}, // a replay is published only by the ledger
+		{"step service sets replayof", contracts.TypeMerged, func(e *event.Event) { e.SetExtension(contracts.ExtReplayOf, "merged-0") }, "source"},
 		{"replay of a non-trigger", contracts.TypeIndexed, func(e *event.Event) {
 			e.SetSource(contracts.SourceLedger)
 			e.SetExtension(contracts.ExtReplayOf, "indexed-0")

@@ -158,6 +158,10 @@ const (
 	CodeWebhookFailed    = "webhook_failed"
 	CodeIndexError       = "index_error"
 	CodeRetriesExhausted = "retries_exhausted"
+	// CodeLockLost: a retry at MERGING whose run no longer holds the PR's
+	// lock (another run of the PR took it). The validator, which keeps the
+	// lock, answers it for the merge step: nothing was merged.
+	CodeLockLost = "lock_lost"
 )
 
 // StepFailed is the payload of prsaga.merge.step_failed.v1. Its Request may

@@ -17,14 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/backup"
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/services/indexer/bleveindex"
-	"github.com/prsaga/prsaga/services/validator"
 )
 
 // hookBodies records, per X-Prsaga-Delivery id, the bodies received.
@@ -308,7 +306,7 @@ func checkBackupConsistent(ctx context.Context, t *testing.T, b *bus.Bus, dir st
 			if err != nil {
 				t.Fatalf("message %d: %v", seq, err)
 			}
-			if !inbox[c.Name][e.ID()] && !skipped(c.Name, e) {
+			if !inbox[c.Name][e.ID()] {
 				t.Errorf("consumer %s: event %s (sequence %d, at or below its recorded floor %d) is not in the copy's inbox", c.Name, e.ID(), seq, c.AckFloor)
 			}
 			checked++
@@ -317,14 +315,6 @@ func checkBackupConsistent(ctx context.Context, t *testing.T, b *bus.Bus, dir st
 	if checked == 0 {
 		t.Fatal("no event at or below any recorded position: the check checked nothing")
 	}
-}
-
-// skipped reports whether consumer acknowledges e with nothing to apply
-// and no inbox row (runner Skip): the validator's lock consumer and a
-// validated that is not a replay (design §4).
-func skipped(consumer string, e *event.Event) bool {
-	env, err := contracts.Open(e)
-	return err == nil && consumer == contracts.ConsumerValidatorLock && validator.Inert(env)
 }
 
 // eachRepeated calls report with each row of rows, the answer of a

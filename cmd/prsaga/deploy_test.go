@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,48 @@ func TestComposeConfig(t *testing.T) {
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Errorf("compose config without secrets succeeded; want it to demand them:\n%.500s", out)
+	}
+}
+
+// TestAccountsMatchRoutes: the saga subjects each user of
+// deploy/nats/accounts.conf may publish are exactly the subjects
+// contracts.PublishSubjects gives its service (the forge: the clients'
+// prsaga.merge.requested), because the consumers take the producer from
+// the subject (design §3) and the permissions are what make that true.
+func TestAccountsMatchRoutes(t *testing.T) {
+	for _, u := range []string{"validator", "merger", "notifier", "indexer", "ledger", "forge", "admin", "sys"} {
+		t.Setenv("NATS_PASSWORD_"+strings.ToUpper(u), "pw-"+u)
+	}
+	t.Setenv("SERVER_NAME", "nats-1")
+	opts, err := server.ProcessConfigFile(filepath.Join(deployDir, "nats", "nats-server.conf"))
+	if err != nil {
+		t.Fatalf("deploy/nats/nats-server.conf: %v", err)
+	}
+	allowed := map[string][]string{}
+	for _, u := range opts.Users {
+		if u.Permissions == nil || u.Permissions.Publish == nil {
+			continue
+		}
+		for _, s := range u.Permissions.Publish.Allow {
+			if strings.HasPrefix(s, "prsaga.") && !strings.HasPrefix(s, contracts.DLQSubjectPrefix) {
+				allowed[u.Username] = append(allowed[u.Username], s)
+			}
+		}
+	}
+	want := map[string][]string{"forge": {contracts.SubjectMergeRequested}}
+	for _, svc := range []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceIndexer, contracts.ServiceLedger} {
+		want[svc] = contracts.PublishSubjects(svc)
+	}
+	for user, subjects := range want {
+		got := slices.Sorted(slices.Values(allowed[user]))
+		if !slices.Equal(got, subjects) {
+			t.Errorf("accounts.conf lets %s publish %v; its subjects are %v", user, got, subjects)
+		}
+	}
+	for user := range allowed {
+		if _, ok := want[user]; !ok {
+			t.Errorf("accounts.conf lets %s publish saga subjects %v; only the services and the forge may", user, allowed[user])
+		}
 	}
 }
 
@@ -173,8 +216,10 @@ func TestNATSClusterPermissions(t *testing.T) {
 	if err := publish(forge, contracts.SubjectMergeRequested, 5*time.Second); err != nil {
 		t.Fatalf("forge publishes a merge request: %v", err)
 	}
-	if err := publish(forge, contracts.SubjectMergeValidated, time.Second); err == nil {
-		t.Error("the forge published prsaga.merge.validated; only merge requests are allowed")
+	for _, subject := range []string{contracts.SubjectMergeValidated, contracts.ReplaySubject(contracts.TypeMergeRequested), contracts.StepFailedSubject("validator")} {
+		if err := publish(forge, subject, time.Second); err == nil {
+			t.Errorf("the forge published %s; only merge requests are allowed", subject)
+		}
 	}
 
 	for _, c := range []struct {
@@ -184,19 +229,20 @@ func TestNATSClusterPermissions(t *testing.T) {
 		forbidden []string
 	}{
 		{"validator", []bus.ConsumerSpec{
-			{Durable: contracts.ConsumerValidator, Subjects: []string{contracts.SubjectMergeRequested}, GiveUp: true},
-			{Durable: contracts.ConsumerValidatorLock, Subjects: []string{contracts.SubjectMergeValidated, contracts.SubjectMerged, contracts.SubjectStepFailed, contracts.SubjectTimedOut}},
-		}, []string{contracts.SubjectMergeValidated, contracts.SubjectStepFailed, contracts.DLQSubject(contracts.ConsumerValidator)},
-			[]string{contracts.SubjectMerged, contracts.SubjectMergeRequested, contracts.SubjectStateChanged}},
+			{Durable: contracts.ConsumerValidator, Subjects: contracts.SubjectsOf(contracts.TypeMergeRequested), GiveUp: true},
+			{Durable: contracts.ConsumerValidatorLock, Subjects: []string{contracts.ReplaySubject(contracts.TypeMergeValidated), contracts.SubjectMerged, contracts.SubjectStepFailedAny, contracts.SubjectTimedOut}},
+		}, []string{contracts.SubjectMergeValidated, contracts.StepFailedSubject("validator"), contracts.DLQSubject(contracts.ConsumerValidator)},
+			[]string{contracts.SubjectMerged, contracts.SubjectMergeRequested, contracts.SubjectStateChanged, contracts.StepFailedSubject("merger")}},
 		{"merger", []bus.ConsumerSpec{{Durable: contracts.ConsumerMerger, Subjects: []string{contracts.SubjectMergeValidated}, GiveUp: true}},
-			[]string{contracts.SubjectMerged, contracts.SubjectStepFailed}, []string{contracts.SubjectMergeValidated, contracts.SubjectNotified}},
-		{"notifier", []bus.ConsumerSpec{{Durable: contracts.ConsumerNotifier, Subjects: []string{contracts.SubjectMerged}, GiveUp: true}},
-			[]string{contracts.SubjectNotified, contracts.SubjectStepFailed}, []string{contracts.SubjectMerged, contracts.SubjectIndexed}},
-		{"indexer", []bus.ConsumerSpec{{Durable: contracts.ConsumerIndexer, Subjects: []string{contracts.SubjectNotified}, GiveUp: true}},
-			[]string{contracts.SubjectIndexed, contracts.SubjectStepFailed}, []string{contracts.SubjectNotified, contracts.SubjectTimedOut}},
+			[]string{contracts.SubjectMerged, contracts.StepFailedSubject("merger")},
+			[]string{contracts.SubjectMergeValidated, contracts.SubjectNotified, contracts.StepFailedSubject("validator"), contracts.ReplaySubject(contracts.TypeMergeValidated)}},
+		{"notifier", []bus.ConsumerSpec{{Durable: contracts.ConsumerNotifier, Subjects: contracts.SubjectsOf(contracts.TypeMerged), GiveUp: true}},
+			[]string{contracts.SubjectNotified, contracts.StepFailedSubject("notifier")}, []string{contracts.SubjectMerged, contracts.SubjectIndexed, contracts.StepFailedSubject("indexer")}},
+		{"indexer", []bus.ConsumerSpec{{Durable: contracts.ConsumerIndexer, Subjects: contracts.SubjectsOf(contracts.TypeNotified), GiveUp: true}},
+			[]string{contracts.SubjectIndexed, contracts.StepFailedSubject("indexer")}, []string{contracts.SubjectNotified, contracts.SubjectTimedOut, "prsaga.merge.step_failed"}},
 		{"ledger", []bus.ConsumerSpec{{Durable: contracts.ConsumerLedger, Subjects: []string{"prsaga.merge.>"}}},
-			[]string{contracts.SubjectStateChanged, contracts.SubjectTimedOut, contracts.SubjectMergeRequested, contracts.SubjectMergeValidated},
-			[]string{contracts.SubjectIndexed, contracts.SubjectStepFailed}},
+			[]string{contracts.SubjectStateChanged, contracts.SubjectTimedOut, contracts.SubjectMergeRequested, contracts.ReplaySubject(contracts.TypeMergeValidated)},
+			[]string{contracts.SubjectIndexed, contracts.SubjectMergeValidated, contracts.StepFailedSubject("merger")}},
 	} {
 		t.Run(c.user, func(t *testing.T) {
 			b := validator

@@ -207,11 +207,11 @@ func (b *Bus) Consumer(ctx context.Context, spec ConsumerSpec) (jetstream.Consum
 	return c, nil
 }
 
-// Publish sends an event on its type's subject and waits for JetStream's ack.
+// Publish sends an event on its subject (contracts.SubjectOf) and waits for JetStream's ack.
 func (b *Bus) Publish(ctx context.Context, e *event.Event) error {
-	subject, ok := contracts.SubjectFor(e.Type())
-	if !ok {
-		return fmt.Errorf("publish: no subject for event type %q", e.Type())
+	subject, err := contracts.SubjectOf(e)
+	if err != nil {
+		return fmt.Errorf("publish %s: %w", e.Type(), err)
 	}
 	msg, err := Encode(subject, e)
 	if err != nil {

@@ -20,12 +20,12 @@ func TestOpenAndCheckPayload(t *testing.T) {
 	msgs := map[string]*nats.Msg{}
 	var r contracts.Request
 	for _, e := range sagaEvents(t) {
-		subject, _ := contracts.SubjectFor(e.Type())
+		subject, _ := contracts.SubjectOf(e)
 		m, err := bus.Encode(subject, e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, err := bus.Open(m.Header, m.Data)
+		env, err := bus.Open(m.Subject, m.Header, m.Data)
 		if err == nil {
 			err = bus.CheckPayload(env)
 		}
@@ -37,13 +37,13 @@ func TestOpenAndCheckPayload(t *testing.T) {
 
 	body := []byte("hello")
 	_, derr := bus.Decode(nats.Header{}, body)
-	if _, err := bus.Open(nats.Header{}, body); !errors.Is(err, bus.ErrUndecodable) || err.Error() != derr.Error() {
+	if _, err := bus.Open(contracts.SubjectMergeRequested, nats.Header{}, body); !errors.Is(err, bus.ErrUndecodable) || err.Error() != derr.Error() {
 		t.Errorf("Open(not a CloudEvent) = %v; want Decode's error %v", err, derr)
 	}
 
 	stray := msgs[contracts.TypeNotified]
 	stray.Header.Set("ce-subject", "acme/widgets#43")
-	_, err := bus.Open(stray.Header, stray.Data)
+	_, err := bus.Open(stray.Subject, stray.Header, stray.Data)
 	if !errors.Is(err, contracts.ErrInvalid) || errors.Is(err, bus.ErrUndecodable) || !strings.Contains(err.Error(), "subject") {
 		t.Errorf("Open(subject is not the pr id) = %v; want contracts.Open's subject error", err)
 	}
@@ -63,7 +63,7 @@ func TestOpenAndCheckPayload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, err := bus.Open(m.Header, m.Data)
+		env, err := bus.Open(m.Subject, m.Header, m.Data)
 		if err != nil {
 			t.Fatalf("Open(%s with a bad field) = %v; want it opened (the payload is checked apart)", typ, err)
 		}

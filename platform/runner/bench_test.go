@@ -27,7 +27,7 @@ func BenchmarkRound(b *testing.B) {
 			r.PRNumber = sent + i + 1
 			r.PRID = contracts.PRID(r.Repo, r.PRNumber)
 			e := requested(b, fmt.Sprintf("round-%d", sent+i), r)
-			subject, _ := contracts.SubjectFor(e.Type())
+			subject, _ := contracts.SubjectOf(e)
 			msg, err := bus.Encode(subject, e)
 			if err != nil {
 				b.Fatal(err)

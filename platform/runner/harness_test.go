@@ -205,7 +205,7 @@ func requested(t testing.TB, id string, r contracts.Request) *event.Event {
 // publish sends e as a client would and returns its stream sequence.
 func (h *harness) publish(e *event.Event) uint64 {
 	h.t.Helper()
-	subject, _ := contracts.SubjectFor(e.Type())
+	subject, _ := contracts.SubjectOf(e)
 	return h.publishOn(subject, e)
 }
 
@@ -247,7 +247,7 @@ func checkCopyOf(t testing.TB, m *jetstream.RawStreamMsg, id string) {
 // dedupe does not catch the repeat: only the inbox can.
 func (h *harness) publishAs(e *event.Event, msgID string) uint64 {
 	h.t.Helper()
-	subject, _ := contracts.SubjectFor(e.Type())
+	subject, _ := contracts.SubjectOf(e)
 	msg, err := bus.Encode(subject, e)
 	if err != nil {
 		h.t.Fatal(err)

@@ -191,7 +191,7 @@ func TestRetriesExhaustedEmitsStepFailed(t *testing.T) {
 	})
 	h.settled(h.publish(requested(t, "req-1", validRequest())))
 
-	failed := h.outgoing(contracts.SubjectStepFailed)
+	failed := h.outgoing(contracts.StepFailedSubject(contracts.ServiceValidator))
 	if len(failed) != 1 {
 		t.Fatalf("step_failed events: got %d, want 1", len(failed))
 	}

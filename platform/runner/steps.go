@@ -20,10 +20,7 @@ import (
 // open decodes and checks a message, dead-lettering what cannot be read
 // or attributed; nil means the message is settled.
 func (r *Runner) open(ctx context.Context, m jetstream.Msg) *unit {
-	env, err := bus.Open(m.Headers(), m.Data())
-	if err == nil {
-		err = bus.CheckSubject(env, m.Subject())
-	}
+	env, err := bus.Open(m.Subject(), m.Headers(), m.Data())
 	if err == nil {
 		err = bus.CheckPayload(env)
 	}

@@ -254,9 +254,9 @@ func (db *DB) updateOn(ctx context.Context, reqs []*request, savepoints bool) er
 // An event already in the outbox (same id) is kept as it is.
 func (tx *Tx) Emit(evs ...*event.Event) error {
 	for _, e := range evs {
-		subject, ok := contracts.SubjectFor(e.Type())
-		if !ok {
-			return fmt.Errorf("emit: no subject for event type %q", e.Type())
+		subject, err := contracts.SubjectOf(e)
+		if err != nil {
+			return fmt.Errorf("emit %s: %w", e.Type(), err)
 		}
 		msg, err := bus.Encode(subject, e)
 		if err != nil {

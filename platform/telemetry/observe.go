@@ -25,7 +25,7 @@ func (t *Telemetry) Handling(ctx context.Context, service, consumer string, env 
 	if delivery > 1 {
 		t.m.redeliveries.WithLabelValues(consumer).Inc()
 	}
-	subject, _ := contracts.SubjectFor(env.Event.Type())
+	subject := env.Route.Subject
 	ctx, span := t.Tracer(service).Start(t.Parent(ctx, env.Meta), "process "+subject, trace.WithSpanKind(trace.SpanKindConsumer))
 	if span.IsRecording() {
 		span.SetAttributes(

@@ -115,9 +115,13 @@ func (v *Validator) readState(tx Tx, f *Facts) error {
 	return err
 }
 
-// OnLockEvent applies validated, merged, step_failed and timed_out
-// to the PR's lock (Lock.After has the rules).
+// OnLockEvent applies a retry at MERGING (the ledger's replayed validated:
+// OnMergeRetry), merged, step_failed and timed_out to the PR's lock
+// (Lock.After has the rules).
 func (v *Validator) OnLockEvent(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
+	if _, ok := env.Payload.(*contracts.Validated); ok && env.Route.Replay {
+		return v.onMergeRetry(ctx, env, log)
+	}
 	prID := env.Req().PRID
 	return func(tx store.Tx) error {
 		t, err := v.Store.Bind(tx)
@@ -148,6 +152,60 @@ func (v *Validator) OnLockEvent(ctx context.Context, env contracts.Envelope, log
 			case released:
 				log.InfoContext(ctx, "pr lock released", "holder", lock.Holder)
 			}
+		})
+		return nil
+	}, nil
+}
+
+// onMergeRetry answers a retry at MERGING, which arrives as the ledger's
+// replay of validated on the replay subject that only this consumer reads:
+// under the run's lock (Lock.Regrant) it hands the merger a validated at
+// the retry's attempt; when another run holds the lock it fails the retry
+// with lock_lost, so that a merge never runs outside its run's lock.
+// Lock, answer and emit are one transaction.
+func (v *Validator) onMergeRetry(ctx context.Context, env contracts.Envelope, log *slog.Logger) (step.Commit, error) {
+	replay := env.Payload.(*contracts.Validated)
+	run, attempt := env.Meta.CorrelationID, env.Meta.Attempt
+	id, at := step.FollowID(contracts.ServiceValidator, env), v.Now()
+	return func(tx store.Tx) error {
+		t, err := v.Store.Bind(tx)
+		if err != nil {
+			return err
+		}
+		lock, err := t.Lock(replay.PRID)
+		if err != nil {
+			return err
+		}
+		next, changed, granted := lock.Regrant(run, attempt)
+		if changed {
+			if err := t.PutLock(replay.PRID, next); err != nil {
+				return err
+			}
+		}
+		typ, payload := contracts.TypeMergeValidated, any(*replay)
+		if !granted {
+			reason := fmt.Sprintf("run %s of this PR holds its lock: the retry of run %s did not merge; retry once that run has ended", lock.Holder, run)
+			if !lock.Held() {
+				reason = fmt.Sprintf("attempt %d of run %s was released already: this replay is stale and did not merge", attempt, run)
+			}
+			typ, payload = contracts.TypeStepFailed, contracts.StepFailed{
+				Request: replay.Request, Step: contracts.StateMerging, Code: contracts.CodeLockLost,
+				Reason: Reason(reason), Retryable: true,
+			}
+		}
+		ev, err := contracts.Follow(env.Event, id, typ, contracts.ServiceValidator, at, payload)
+		if err != nil {
+			return err
+		}
+		if err := t.Emit(ev); err != nil {
+			return err
+		}
+		t.AfterCommit(func() {
+			if granted {
+				log.InfoContext(ctx, "merge retry under the lock", "attempt", attempt, "lock_moved", changed, "emitted_id", id)
+				return
+			}
+			log.WarnContext(ctx, "merge retry refused: the run does not hold the lock", "holder", lock.Holder, "attempt", attempt, "emitted_id", id)
 		})
 		return nil
 	}, nil

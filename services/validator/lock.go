@@ -6,11 +6,14 @@ import "github.com/prsaga/prsaga/contracts"
 // a PR never merged.
 //
 // The lock follows its run's current attempt, whichever step that attempt is
-// in: a retry at MERGING replays validated without passing the validator, so
-// the lock consumer reads the replay and moves the lock to its attempt; a
-// release names the attempt that released, and only the current attempt (or
-// a later one) releases. A slow step of an old attempt that fails after a
-// retry took over therefore never frees the PR while the retry runs.
+// in: a retry at MERGING is the ledger's replay of validated, which only the
+// validator's lock consumer reads — it moves the lock to the retry's attempt
+// and hands the merger a validated (Regrant), or fails the retry with
+// lock_lost when another run holds the lock, so that nothing is merged
+// outside the lock of its run. A release names the attempt that released,
+// and only the current attempt (or a later one) releases. A slow step of an
+// old attempt that fails after a retry took over therefore never frees the
+// PR while the retry runs.
 type Lock struct {
 	// Holder is the correlation id of the run holding the lock; "" when free.
 	Holder string
@@ -46,9 +49,7 @@ func (l Lock) Take(run string, attempt int) (Lock, bool) {
 //   - any event of the holder's run with a later attempt moves the lock to
 //     that attempt (a retry replays a step's trigger at attempt+1, and only
 //     a retry at VALIDATING passes the validator's own decision);
-//   - a replayed validated (a retry at MERGING) takes a free lock, unless
-//     the lock was released by that attempt or a later one: the merge is
-//     running again and no other run may be validated beside it;
+//   - a replayed validated (a retry at MERGING) is Regrant's;
 //   - merged marks the PR merged for good (whichever run merged it) and
 //     frees the lock: Decide answers already_merged before it looks at a
 //     holder, so no run can be validated again and nothing need wait for
@@ -66,11 +67,6 @@ func (l Lock) After(env contracts.Envelope) (Lock, bool) {
 		l.Attempt, changed = attempt, true
 	}
 	switch p := env.Payload.(type) {
-	case *contracts.Validated:
-		if !l.Held() && env.Meta.ReplayOf != "" && attempt > l.Attempt {
-			l.Holder, l.Attempt = run, attempt
-			return l, true
-		}
 	case *contracts.Merged:
 		if !l.Merged || l.Held() {
 			l.Merged = true
@@ -80,7 +76,7 @@ func (l Lock) After(env contracts.Envelope) (Lock, bool) {
 		switch {
 		case l.Holder != run,
 			p.Step != contracts.StateValidating && p.Step != contracts.StateMerging,
-			p.Code == contracts.CodeInProgress || p.Code == contracts.CodeAlreadyMerged,
+			p.Code == contracts.CodeInProgress || p.Code == contracts.CodeAlreadyMerged || p.Code == contracts.CodeLockLost,
 			attempt < l.Attempt:
 		default:
 			return l.release(), true
@@ -89,21 +85,25 @@ func (l Lock) After(env contracts.Envelope) (Lock, bool) {
 	return l, changed
 }
 
+// Regrant decides a retry at MERGING of run at attempt (the ledger's
+// replayed validated): the run may merge when it holds the lock, or when
+// the lock is free and was not released by this attempt or a later one (a
+// stale replay). It returns the lock with the run's attempt, whether that
+// changed it, and whether the merge may go ahead.
+func (l Lock) Regrant(run string, attempt int) (next Lock, changed, granted bool) {
+	switch {
+	case l.Holder == run:
+		next, changed = l.Take(run, attempt)
+		return next, changed, true
+	case !l.Held() && attempt > l.Attempt:
+		next, changed = l.Take(run, attempt)
+		return next, changed, true
+	}
+	return l, false, false
+}
+
 // release frees the lock; Attempt keeps the attempt that released it.
 func (l Lock) release() Lock {
 	l.Holder = ""
 	return l
-}
-
-// Inert reports whether env, an event of the lock consumer, changes no
-// lock whenever it is applied: a validated that is not a replay. Such an
-// event comes from the validator's own decision, in the transaction that
-// took the lock for its run at its attempt or found it so (Decide, Take);
-// from then on the lock is another run's, or its run's at that attempt or
-// a later one — a run's attempts only grow — and After leaves it as it is.
-// Only a replayed validated (a retry at MERGING) moves a lock. The lock
-// consumer acknowledges inert events without a transaction.
-func Inert(env contracts.Envelope) bool {
-	_, ok := env.Payload.(*contracts.Validated)
-	return ok && env.Meta.ReplayOf == ""
 }

@@ -48,6 +48,9 @@ func TestLockAfter(t *testing.T) {
 		{"other run's failure keeps", held, envelope(other, 2, failed(contracts.StateValidating, contracts.CodeChecksFailed)), held, false},
 		{"in_progress answer keeps", held, envelope(run, 2, failed(contracts.StateValidating, contracts.CodeInProgress)), held, false},
 		{"already_merged answer keeps", heldMerged, envelope(run, 2, failed(contracts.StateValidating, contracts.CodeAlreadyMerged)), heldMerged, false},
+		{"validated changes nothing", held, envelope(run, 2, &contracts.Validated{}), held, false},
+		{"validated does not take a free lock", free, envelope(other, 3, &contracts.Validated{}), free, false},
+		{"lock_lost answer keeps", held, envelope(run, 2, failed(contracts.StateMerging, contracts.CodeLockLost)), held, false},
 		{"timed out keeps", held, envelope(run, 2, &contracts.TimedOut{Step: contracts.StateMerging}), held, false},
 		{"merged marks merged and frees the lock", held, envelope(run, 2, &contracts.Merged{}), freeMerged, true},
 		{"merged of an older attempt frees it too (the PR is merged)", held, envelope(run, 1, &contracts.Merged{}), freeMerged, true},
@@ -55,16 +58,9 @@ func TestLockAfter(t *testing.T) {
 		{"merged again frees a lock a replay took after the merge", heldMerged, envelope(run, 2, &contracts.Merged{}), freeMerged, true},
 		{"merged of another run marks merged", never, envelope(other, 1, &contracts.Merged{}), merged, true},
 		{"merged again changes nothing", merged, envelope(run, 1, &contracts.Merged{}), merged, false},
-		{"validated changes nothing", held, envelope(run, 2, &contracts.Validated{}), held, false},
-		// The lock follows the run's current attempt (issue 14 item 3).
-		{"holder's replayed validated moves the lock to its attempt", held, replay(run, 3, &contracts.Validated{}), validator.Lock{Holder: run, Attempt: 3}, true},
 		{"holder's timeout of a later attempt moves the lock", held, envelope(run, 3, &contracts.TimedOut{Step: contracts.StateMerging}), validator.Lock{Holder: run, Attempt: 3}, true},
 		{"holder's failure at NOTIFYING of a later attempt moves the lock", held, envelope(run, 3, failed(contracts.StateNotifying, contracts.CodeWebhookFailed)), validator.Lock{Holder: run, Attempt: 3}, true},
 		{"after the move, the old attempt's failure keeps", validator.Lock{Holder: run, Attempt: 3}, envelope(run, 2, failed(contracts.StateMerging, contracts.CodeConflict)), validator.Lock{Holder: run, Attempt: 3}, false},
-		{"replayed validated takes a lock its older attempt released", free, replay(run, 3, &contracts.Validated{}), validator.Lock{Holder: run, Attempt: 3}, true},
-		{"replayed validated of the releasing attempt keeps it free", free, replay(run, 2, &contracts.Validated{}), free, false},
-		{"replayed validated does not take a lock held by another run", held, replay(other, 5, &contracts.Validated{}), held, false},
-		{"validated that is not a replay does not take a free lock", free, envelope(other, 3, &contracts.Validated{}), free, false},
 		{"other run's later attempt changes nothing", held, envelope(other, 9, &contracts.TimedOut{Step: contracts.StateMerging}), held, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,74 +94,89 @@ func TestLockTake(t *testing.T) {
 	}
 }
 
-func TestInertIsValidatedNotReplayed(t *testing.T) {
+// A retry at MERGING merges only under its run's lock.
+func TestLockRegrant(t *testing.T) {
+	held := validator.Lock{Holder: run, Attempt: 2}
+	free := validator.Lock{Attempt: 2} // released by attempt 2
 	for _, tc := range []struct {
-		name string
-		env  contracts.Envelope
-		want bool
+		name             string
+		lock             validator.Lock
+		run              string
+		attempt          int
+		want             validator.Lock
+		changed, granted bool
 	}{
-		{"validated", envelope(run, 1, &contracts.Validated{}), true},
-		{"replayed validated", replay(run, 2, &contracts.Validated{}), false},
-		{"merged", envelope(run, 1, &contracts.Merged{}), false},
-		{"indexed", envelope(run, 1, &contracts.Indexed{}), false},
-		{"step_failed", envelope(run, 1, failed(contracts.StateMerging, contracts.CodeConflict)), false},
-		{"timed_out", envelope(run, 1, &contracts.TimedOut{Step: contracts.StateMerging}), false},
+		{"the holder's retry moves the lock to its attempt", held, run, 3, validator.Lock{Holder: run, Attempt: 3}, true, true},
+		{"the holder's retry at its attempt keeps it", held, run, 2, held, false, true},
+		{"a retry takes a lock its older attempt released", free, run, 3, validator.Lock{Holder: run, Attempt: 3}, true, true},
+		{"a retry takes a free lock of a merged PR (the merger proves it merged)", validator.Lock{Attempt: 1, Merged: true}, run, 2, validator.Lock{Holder: run, Attempt: 2, Merged: true}, true, true},
+		{"a stale retry of the releasing attempt is refused", free, run, 2, free, false, false},
+		{"another run's lock refuses the retry", held, other, 5, held, false, false},
 	} {
-		if got := validator.Inert(tc.env); got != tc.want {
-			t.Errorf("Inert(%s) = %v, want %v", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got, changed, granted := tc.lock.Regrant(tc.run, tc.attempt)
+			if got != tc.want || changed != tc.changed || granted != tc.granted {
+				t.Errorf("%+v.Regrant(%s, %d) = %+v, %v, %v; want %+v, %v, %v", tc.lock, tc.run, tc.attempt, got, changed, granted, tc.want, tc.changed, tc.granted)
+			}
+		})
 	}
 }
 
-// The lock consumer skips inert events, so none may ever change a lock:
-// random histories of three runs — requests validated as Decide takes the
-// lock, retries replaying validated, and every other lock event, stale
-// ones included — and after every step each validated emitted so far,
-// applied again, leaves the lock as it is.
-func TestInertEventsChangeNoLock(t *testing.T) {
+// Random histories of three runs — requests validated as Decide takes the
+// lock, retries at MERGING through Regrant, and every other lock event,
+// stale ones included: whenever a run is let merge (validated by Decide, or
+// a retry granted), the lock is that run's and no other run's merge is let
+// through until the lock is released.
+func TestMergesOnlyUnderTheRunsLock(t *testing.T) {
 	runs := []string{"run-a", "run-b", "run-c"}
 	rng := rand.New(rand.NewPCG(1, 2))
+	grants := 0
 	for h := 0; h < 3000; h++ {
 		var lock validator.Lock
 		latest := map[string]int{} // each run's latest attempt: attempts only grow
-		var emitted []contracts.Envelope
+		merging := ""              // the run last let merge while the lock is held
 		for step := 0; step < 12; step++ {
 			r := runs[rng.IntN(len(runs))]
-			old := 1 + rng.IntN(max(latest[r], 1)) // an attempt the run has had (or its first)
-			switch rng.IntN(8) {
+			old := 1 + rng.IntN(max(latest[r], 1))
+			let := false
+			switch rng.IntN(7) {
 			case 0, 1: // a request (or a retry at VALIDATING), validated if Decide would
 				a := latest[r] + 1
 				latest[r] = a
 				if !lock.Merged && (!lock.Held() || lock.Holder == r) {
 					lock, _ = lock.Take(r, a)
-					emitted = append(emitted, envelope(r, a, &contracts.Validated{}))
+					let = true
 				}
-			case 2: // a retry at MERGING replays validated
+			case 2: // a retry at MERGING
 				a := latest[r] + 1
 				latest[r] = a
-				lock, _ = lock.After(replay(r, a, &contracts.Validated{}))
+				lock, _, let = lock.Regrant(r, a)
 			case 3:
 				lock, _ = lock.After(envelope(r, old, &contracts.Merged{}))
-			case 4: // another request's refusal, answered with its run
+			case 4:
 				lock, _ = lock.After(envelope(r, old, failed(contracts.StateValidating, contracts.CodeInProgress)))
 			case 5:
 				st := []contracts.State{contracts.StateValidating, contracts.StateMerging, contracts.StateNotifying}[rng.IntN(3)]
 				lock, _ = lock.After(envelope(r, old, failed(st, contracts.CodeConflict)))
 			case 6:
 				lock, _ = lock.After(envelope(r, old, &contracts.TimedOut{Step: contracts.StateMerging}))
-			case 7: // a validated emitted earlier, delivered again now
-				if len(emitted) > 0 {
-					lock, _ = lock.After(emitted[rng.IntN(len(emitted))])
-				}
 			}
-			for _, e := range emitted {
-				if !validator.Inert(e) {
-					t.Fatalf("history %d: emitted %+v is not inert", h, e.Meta)
+			if !lock.Held() {
+				merging = ""
+			}
+			if let {
+				grants++
+				if lock.Holder != r {
+					t.Fatalf("history %d, step %d: %s let merge, the lock is %+v", h, step, r, lock)
 				}
-				if got, changed := lock.After(e); changed || got != lock {
-					t.Fatalf("history %d, step %d: validated of %s attempt %d changed %+v to %+v", h, step, e.Meta.CorrelationID, e.Meta.Attempt, lock, got)
+				if merging != "" && merging != r {
+					t.Fatalf("history %d, step %d: %s let merge while %s's merge holds the lock", h, step, r, merging)
 				}
+				merging = r
 			}
 		}
+	}
+	if grants == 0 {
+		t.Fatal("no run was ever let merge: the histories test nothing")
 	}
 }

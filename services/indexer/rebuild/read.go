@@ -31,7 +31,7 @@ func (s *skipped) Error() string { return s.reason + ": " + s.err.Error() }
 // handing it to the indexer (bus.Open, bus.CheckPayload): what the runner
 // dead-letters gives no document here either.
 func open(m jetstream.Msg) (contracts.Envelope, error) {
-	env, err := bus.Open(m.Headers(), m.Data())
+	env, err := bus.Open(m.Subject(), m.Headers(), m.Data())
 	switch {
 	case errors.Is(err, bus.ErrUndecodable):
 		return contracts.Envelope{}, &skipped{SkipUndecodable, err}
@@ -75,7 +75,7 @@ func each(ctx context.Context, js jetstream.JetStream, sp span, f func(m jetstre
 		return nil // an empty stream
 	}
 	c, err := js.OrderedConsumer(ctx, contracts.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{contracts.SubjectNotified},
+		FilterSubjects: contracts.SubjectsOf(contracts.TypeNotified),
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {

@@ -101,7 +101,7 @@ func (s *Server) Spec() service.Spec {
 		Name: contracts.ServiceIndexer,
 		DB:   s.db,
 		Consumers: []service.Consumer{{
-			Spec:        bus.ConsumerSpec{Durable: contracts.ConsumerIndexer, Subjects: []string{contracts.SubjectNotified}, GiveUp: true},
+			Spec:        bus.ConsumerSpec{Durable: contracts.ConsumerIndexer, Subjects: contracts.SubjectsOf(contracts.TypeNotified), GiveUp: true},
 			Step:        contracts.StateIndexing,
 			HandleBatch: s.x.OnNotifiedBatch,
 			Workers:     1,

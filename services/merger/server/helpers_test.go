@@ -209,7 +209,7 @@ func outcomes(t *testing.T, b *bus.Bus) (ms []merged, failed []contracts.StepFai
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := b.JS.OrderedConsumer(ctx, contracts.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{contracts.SubjectMerged, contracts.SubjectStepFailed},
+		FilterSubjects: []string{contracts.SubjectMerged, contracts.StepFailedSubject(contracts.ServiceMerger)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -128,7 +128,7 @@ func (s *Server) Spec() service.Spec {
 		Name: contracts.ServiceNotifier,
 		DB:   s.opts.DB,
 		Consumers: []service.Consumer{{
-			Spec:   bus.ConsumerSpec{Durable: contracts.ConsumerNotifier, Subjects: []string{contracts.SubjectMerged}, GiveUp: true},
+			Spec:   bus.ConsumerSpec{Durable: contracts.ConsumerNotifier, Subjects: contracts.SubjectsOf(contracts.TypeMerged), GiveUp: true},
 			Step:   contracts.StateNotifying,
 			Handle: s.n.OnMerged,
 		}},

@@ -112,7 +112,7 @@ func (s *Server) Spec() service.Spec {
 		Consumers: []service.Consumer{{
 			Spec: bus.ConsumerSpec{
 				Durable:  contracts.ConsumerValidator,
-				Subjects: []string{contracts.SubjectMergeRequested},
+				Subjects: contracts.SubjectsOf(contracts.TypeMergeRequested),
 				GiveUp:   true,
 			},
 			Step:   contracts.StateValidating,
@@ -123,13 +123,15 @@ func (s *Server) Spec() service.Spec {
 		}, {
 			Spec: bus.ConsumerSpec{
 				Durable: contracts.ConsumerValidatorLock,
+				// A retry at MERGING (the replay of validated) passes
+				// the lock here before the merger sees it.
 				Subjects: []string{
-					contracts.SubjectMergeValidated, contracts.SubjectMerged,
-					contracts.SubjectStepFailed, contracts.SubjectTimedOut,
+					contracts.ReplaySubject(contracts.TypeMergeValidated),
+					contracts.SubjectMerged, contracts.ReplaySubject(contracts.TypeMerged),
+					contracts.SubjectStepFailedAny, contracts.SubjectTimedOut,
 				},
 			},
 			Handle:       s.v.OnLockEvent,
-			Skip:         validator.Inert,
 			InCommitOnly: true,
 		}},
 	}

@@ -217,7 +217,7 @@ type watcher struct {
 func watch(t *testing.T, b *bus.Bus) *watcher {
 	t.Helper()
 	c, err := b.JS.OrderedConsumer(context.Background(), contracts.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{contracts.SubjectMergeValidated, contracts.SubjectStepFailed},
+		FilterSubjects: []string{contracts.SubjectMergeValidated, contracts.StepFailedSubject(contracts.ServiceValidator)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -387,6 +387,42 @@ func TestValidatorComponent(t *testing.T) {
 		Conflicts: []string{"a.txt"},
 	})
 	h.waitLock(2, "released", func(l validator.Lock) bool { return !l.Held() })
+
+	// A retry at MERGING passes the lock: while another run of PR #2 holds
+	// it, the retry of run r2b is failed with lock_lost and merges nothing;
+	// once the lock is free again, the next retry is validated under it.
+	r2c := h.request(2, "feature/two", "main", two, "squash")
+	h.out.validated(r2c)
+	retry := func(attempt int) string {
+		e, err := contracts.New(step.NewID(), contracts.TypeMergeValidated, contracts.SourceLedger, v2.PRID, time.Now(), *v2,
+			contracts.Meta{CorrelationID: r2b, CausationID: r2b, Attempt: attempt, ReplayOf: h.out.answer(r2b).Event.ID()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.publish(e)
+		return e.ID()
+	}
+	lost := h.out.answer(retry(2))
+	if f, ok := lost.Payload.(*contracts.StepFailed); !ok || f.Step != contracts.StateMerging || f.Code != contracts.CodeLockLost ||
+		!strings.Contains(f.Reason, r2c) || lost.Meta.Attempt != 2 || lost.Meta.CorrelationID != r2b {
+		t.Fatalf("answer to a retry while %s holds the lock: %s %+v (meta %+v); want step_failed(MERGING, lock_lost) of %s attempt 2 naming the holder",
+			r2c, lost.Event.Type(), lost.Payload, lost.Meta, r2b)
+	}
+	if l := h.lock(2); l.Holder != r2c {
+		t.Fatalf("lock after a refused retry = %+v, want still %s's", l, r2c)
+	}
+	h.follow(contracts.TypeStepFailed, contracts.ServiceMerger, 2, r2c, 1, contracts.StepFailed{
+		Request: v2.Request, Step: contracts.StateMerging, Code: contracts.CodeConflict, Reason: "conflict in a.txt",
+		Conflicts: []string{"a.txt"},
+	})
+	h.waitLock(2, "released by the other run", func(l validator.Lock) bool { return !l.Held() })
+	again := retry(3)
+	if env := h.out.answer(again); env.Event.Type() != contracts.TypeMergeValidated || env.Meta.Attempt != 3 || env.Meta.CorrelationID != r2b || env.Meta.ReplayOf != "" {
+		t.Fatalf("answer to a retry under a free lock: %s meta %+v; want validated of %s attempt 3, not a replay", env.Event.Type(), env.Meta, r2b)
+	}
+	if l := h.lock(2); l != (validator.Lock{Holder: r2b, Attempt: 3}) {
+		t.Fatalf("lock after the granted retry = %+v, want %s at attempt 3", l, r2b)
+	}
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
