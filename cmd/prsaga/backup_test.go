@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/backup"
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
