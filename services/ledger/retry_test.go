@@ -60,7 +60,7 @@ func TestRetryReplaysTheFailedStepsTrigger(t *testing.T) {
 		t.Fatalf("last transition %+v, want MERGE_FAILED -> NOTIFYING by operator, event %s", last, rp.EventID)
 	}
 
-	replays := f.outboxOf(f.db, contracts.SubjectMerged)
+	replays := f.outboxOf(f.db, contracts.ReplaySubject(contracts.TypeMerged))
 	if len(replays) != 1 {
 		t.Fatalf("%d merged events in the outbox, want the one replay", len(replays))
 	}
@@ -110,13 +110,13 @@ func TestRetryRefusals(t *testing.T) {
 	if !dry.Accepted || !dry.DryRun || dry.Replay.EventType != contracts.TypeMergeRequested || dry.Replay.ReplayOf != r.ev.ID() {
 		t.Fatalf("dry run %+v, want the requested event replayed", dry)
 	}
-	if s := f.saga(pr); s.State != contracts.StateMergeFailed || s.Attempts != 1 || len(f.outboxOf(f.db, contracts.SubjectMergeRequested)) != 0 {
+	if s := f.saga(pr); s.State != contracts.StateMergeFailed || s.Attempts != 1 || len(f.outboxOf(f.db, contracts.ReplaySubject(contracts.TypeMergeRequested))) != 0 {
 		t.Fatalf("a dry run wrote: saga %+v", s)
 	}
 	if ans := f.retry(ledger.RetryRequest{PRID: pr, Force: true}); !ans.Accepted {
 		t.Fatalf("forced retry: %+v", ans)
 	}
-	reqs := f.outboxOf(f.db, contracts.SubjectMergeRequested)
+	reqs := f.outboxOf(f.db, contracts.ReplaySubject(contracts.TypeMergeRequested))
 	if len(reqs) != 1 || reqs[0].Meta.CorrelationID != r.ev.ID() || reqs[0].Event.ID() == r.ev.ID() {
 		t.Fatalf("replayed requests %+v: want one, of run %s, with a new id", reqs, r.ev.ID())
 	}
@@ -139,7 +139,7 @@ func TestRetryIdempotencyKey(t *testing.T) {
 	if again := f.retry(ledger.RetryRequest{PRID: pr, IdempotencyKey: "k-2"}); again.Accepted || !again.Repeated || again.Refused != other.Refused {
 		t.Fatalf("a refusal is the first answer too: %+v", again)
 	}
-	if n := len(f.outboxOf(f.db, contracts.SubjectMergeRequested)); n != 1 {
+	if n := len(f.outboxOf(f.db, contracts.ReplaySubject(contracts.TypeMergeRequested))); n != 1 {
 		t.Fatalf("%d replays, want 1", n)
 	}
 	_, err := f.retrier(f.store).Retry(context.Background(), ledger.RetryRequest{PRID: "acme/widgets#2", IdempotencyKey: "k-1"})
@@ -173,7 +173,7 @@ func TestRetryConcurrent(t *testing.T) {
 	if accepted != 1 {
 		t.Fatalf("answers %+v: want one accepted, one refused", answers)
 	}
-	if n := len(f.outboxOf(dbA, contracts.SubjectMergeRequested)); n != 1 {
+	if n := len(f.outboxOf(dbA, contracts.ReplaySubject(contracts.TypeMergeRequested))); n != 1 {
 		t.Fatalf("%d replays in the outbox, want 1", n)
 	}
 }

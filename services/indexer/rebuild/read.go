@@ -38,8 +38,8 @@ func open(m jetstream.Msg) (contracts.Envelope, error) {
 	case err != nil:
 		return contracts.Envelope{}, &skipped{SkipInvalidEvent, err}
 	}
-	// The type before the payload: another event on the notified subject
-	// is not_notified, valid or not.
+	// The type before the payload: an event of another type (which the
+	// route refuses on the notified subjects) is not_notified, valid or not.
 	if typ := env.Event.Type(); typ != contracts.TypeNotified {
 		return contracts.Envelope{}, &skipped{SkipNotNotified, fmt.Errorf("event type %q", typ)}
 	}

@@ -16,17 +16,19 @@ import (
 // headers and data.
 type msg struct {
 	jetstream.Msg
-	h    nats.Header
-	data []byte
+	subject string
+	h       nats.Header
+	data    []byte
 }
 
+func (m msg) Subject() string      { return m.subject }
 func (m msg) Headers() nats.Header { return m.h }
 func (m msg) Data() []byte         { return m.data }
 
 // TestOpenSkips pins what a rebuild takes and why it skips the rest: the
-// checks the indexer's consumer makes (decode, contract, payload), the
-// event type checked before the payload, so that another event type on the
-// notified subject is not_notified whether or not its payload is valid.
+// checks the indexer's consumer makes (decode, contract and route,
+// payload), the event type checked before the payload, so that an event of
+// another type is not_notified whether or not its payload is valid.
 func TestOpenSkips(t *testing.T) {
 	r := contracts.Request{PRID: "acme/widgets#42", Repo: "acme/widgets", PRNumber: 42, SourceBranch: "feature/x",
 		TargetBranch: "main", HeadSHA: strings.Repeat("a", 40), Strategy: contracts.StrategyMerge, Title: "t", RequestedBy: "alice"}
@@ -44,21 +46,28 @@ func TestOpenSkips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := bus.Encode(contracts.SubjectNotified, e)
+		subject, err := contracts.SubjectOf(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return msg{h: m.Header, data: m.Data}
+		m, err := bus.Encode(subject, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg{subject: subject, h: m.Header, data: m.Data}
 	}
 	wrongSubject := stored("n-2", contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: sha})
 	wrongSubject.h.Set("ce-subject", "acme/widgets#43")
+	misrouted := stored("i-2", contracts.TypeIndexed, contracts.ServiceIndexer, contracts.Indexed{Request: r, MergeSHA: sha})
+	misrouted.subject = contracts.SubjectNotified
 	for _, tc := range []struct {
 		name string
 		m    msg
 		want string // the skip reason; "" when taken
 	}{
 		{"notified", stored("n-1", contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r, MergeSHA: sha}), ""},
-		{"not a CloudEvent", msg{h: nats.Header{}, data: []byte("hello")}, SkipUndecodable},
+		{"not a CloudEvent", msg{subject: contracts.SubjectNotified, h: nats.Header{}, data: []byte("hello")}, SkipUndecodable},
+		{"indexed on the notified subject", misrouted, SkipInvalidEvent},
 		{"subject is not the pr id", wrongSubject, SkipInvalidEvent},
 		{"notified without merge sha", stored("n-3", contracts.TypeNotified, contracts.ServiceNotifier, contracts.Notified{Request: r}), SkipInvalidPayload},
 		{"indexed", stored("i-1", contracts.TypeIndexed, contracts.ServiceIndexer, contracts.Indexed{Request: r, MergeSHA: sha}), SkipNotNotified},

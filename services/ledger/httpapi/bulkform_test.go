@@ -59,7 +59,7 @@ func (f *fixture) bulkForm(page string, fm form) (form, url.Values) {
 func (f *fixture) notifyReplays() []string {
 	f.t.Helper()
 	var out []string
-	for _, env := range emitted.On(f.t, f.db, contracts.SubjectMerged) {
+	for _, env := range emitted.On(f.t, f.db, contracts.ReplaySubject(contracts.TypeMerged)) {
 		if env.Meta.ReplayOf == "" {
 			f.t.Fatalf("a merged event in the outbox that is not a replay: %+v", env)
 		}

@@ -315,5 +315,5 @@ func TestTimelineSaysWhereTheCodeIs(t *testing.T) {
 // replays returns the requested events in the outbox (retries of VALIDATING).
 func (f *fixture) replays() []contracts.Envelope {
 	f.t.Helper()
-	return emitted.On(f.t, f.db, contracts.SubjectMergeRequested)
+	return emitted.On(f.t, f.db, contracts.ReplaySubject(contracts.TypeMergeRequested))
 }
