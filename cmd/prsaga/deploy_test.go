@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,7 +17,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 )
@@ -38,6 +41,18 @@ func composeCommand() []string {
 // `docker compose config` parses and interpolates deploy/docker-compose.yml
 // (no engine needed). Without deploy/.env every secret is required.
 func TestComposeConfig(t *testing.T) {
+	// Every prsaga service runs with sync durability, read from the file
+	// itself (anchors and merge keys resolved) with or without Compose.
+	env := composeServiceEnv(t)
+	if len(env) != len(stack.AllServices) {
+		t.Errorf("compose runs `serve` for %d services, want %d", len(env), len(stack.AllServices))
+	}
+	for svc, e := range env {
+		if e["PRSAGA_DURABILITY"] != "sync" {
+			t.Errorf("compose service %s: PRSAGA_DURABILITY=%q, want sync (production survives a power loss)", svc, e["PRSAGA_DURABILITY"])
+		}
+	}
+
 	cc := composeCommand()
 	if cc == nil {
 		t.Skip("no Compose client (neither the docker compose plugin nor docker-compose) to check deploy/docker-compose.yml with")
@@ -49,20 +64,20 @@ func TestComposeConfig(t *testing.T) {
 		t.Fatalf("%s config: %v\n%s", strings.Join(cc, " "), err, out)
 	}
 	for _, want := range []string{"nats-1:", "nats-2:", "nats-3:", "ydb:", "validator:", "merger:", "notifier:", "indexer:", "ledger:",
-		"PRSAGA_STORE: grpc://ydb:2136/local", "PRSAGA_STREAM_REPLICAS: '3'", "replicas: 2",
+		"PRSAGA_STORE: grpc://ydb:2136/local", "PRSAGA_STREAM_REPLICAS: '3'", "PRSAGA_DURABILITY: sync", "replicas: 2",
 		"nats://ledger:change-me-ledger@nats-1:4222,nats://ledger:change-me-ledger@nats-2:4222,nats://ledger:change-me-ledger@nats-3:4222"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("compose config lacks %q", want)
 		}
 	}
-	env := []string{}
+	clean := []string{}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NATS_PASSWORD_") && !strings.HasPrefix(kv, "PRSAGA_") {
-			env = append(env, kv)
+			clean = append(clean, kv)
 		}
 	}
 	cmd := exec.Command(cc[0], append(cc[1:], "-f", file, "--env-file", os.DevNull, "config")...)
-	cmd.Env = env
+	cmd.Env = clean
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Errorf("compose config without secrets succeeded; want it to demand them:\n%.500s", out)
 	}
@@ -301,6 +316,102 @@ func TestNATSClusterPermissions(t *testing.T) {
 	}
 }
 
+// composeServiceEnv is the environment of each service of
+// deploy/docker-compose.yml that runs `prsaga serve`, by service name.
+func composeServiceEnv(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	var compose struct {
+		Services map[string]struct {
+			Command     []string          `yaml:"command"`
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, filepath.Join(deployDir, "docker-compose.yml"))), &compose); err != nil {
+		t.Fatalf("deploy/docker-compose.yml: %v", err)
+	}
+	out := map[string]map[string]string{}
+	for name, svc := range compose.Services {
+		if len(svc.Command) > 0 && svc.Command[0] == "serve" {
+			out[name] = svc.Environment
+		}
+	}
+	return out
+}
+
+// k8sEnv is the environment a Deployment's containers get from the
+// ConfigMaps they name (deploy/k8s/config.yaml) and their own env, by
+// container name: a value from a secret is "<secret>".
+func k8sEnv(t *testing.T, manifest string) map[string]map[string]string {
+	t.Helper()
+	type kobj struct {
+		Kind     string                `yaml:"kind"`
+		Metadata struct{ Name string } `yaml:"metadata"`
+		Data     map[string]string     `yaml:"data"`
+		Spec     struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Name    string `yaml:"name"`
+						EnvFrom []struct {
+							ConfigMapRef *struct{ Name string } `yaml:"configMapRef"`
+						} `yaml:"envFrom"`
+						Env []struct {
+							Name      string         `yaml:"name"`
+							Value     *string        `yaml:"value"`
+							ValueFrom map[string]any `yaml:"valueFrom"`
+						} `yaml:"env"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	docs := func(file string) []kobj {
+		dec := yaml.NewDecoder(strings.NewReader(readFile(t, filepath.Join(deployDir, "k8s", file))))
+		var out []kobj
+		for {
+			var o kobj
+			if err := dec.Decode(&o); errors.Is(err, io.EOF) {
+				return out
+			} else if err != nil {
+				t.Fatalf("k8s/%s: %v", file, err)
+			}
+			out = append(out, o)
+		}
+	}
+	configMaps := map[string]map[string]string{}
+	for _, o := range docs("config.yaml") {
+		if o.Kind == "ConfigMap" {
+			configMaps[o.Metadata.Name] = o.Data
+		}
+	}
+	out := map[string]map[string]string{}
+	for _, o := range docs(manifest) {
+		if o.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range o.Spec.Template.Spec.Containers {
+			env := map[string]string{}
+			for _, from := range c.EnvFrom {
+				if from.ConfigMapRef != nil {
+					for k, v := range configMaps[from.ConfigMapRef.Name] {
+						env[k] = v
+					}
+				}
+			}
+			for _, e := range c.Env {
+				switch {
+				case e.Value != nil:
+					env[e.Name] = *e.Value
+				case e.ValueFrom != nil:
+					env[e.Name] = "<secret>"
+				}
+			}
+			out[c.Name] = env
+		}
+	}
+	return out
+}
+
 func isPermissionError(err error) bool {
 	return err != nil && (errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(strings.ToLower(err.Error()), "permissions violation"))
 }
@@ -323,6 +434,15 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 		if (c.service == "indexer") != strings.Contains(m, "strategy: {type: Recreate}") {
 			t.Errorf("k8s/%s.yaml: only the indexer is replaced with Recreate", c.service)
+		}
+		env := k8sEnv(t, c.service+".yaml")
+		if len(env) == 0 {
+			t.Errorf("k8s/%s.yaml: no container found", c.service)
+		}
+		for name, e := range env {
+			if e["PRSAGA_DURABILITY"] != "sync" {
+				t.Errorf("k8s/%s.yaml container %s: PRSAGA_DURABILITY=%q, want sync (production survives a power loss)", c.service, name, e["PRSAGA_DURABILITY"])
+			}
 		}
 	}
 	k := readFile(t, filepath.Join(deployDir, "k8s", "kustomization.yaml"))

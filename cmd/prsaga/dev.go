@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/datalock"
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/stack"
+	"github.com/prsaga/prsaga/platform/config"
 	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/platform/gcfloor"
 )
@@ -32,6 +35,19 @@ func cmdDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	if !armFaults("dev", getenv, stderr) {
 		return exitUsage
 	}
+	// dev opens every part of its data directory: no other process may.
+	parts := serviceParts(stack.AllServices, false)
+	holder := datalock.Me("prsaga dev", "http "+cfg.HTTPAddr)
+	if cfg.NATSURL == "" {
+		parts = append(parts, datalock.Part{Name: natsPart})
+		holder.Listens = append(holder.Listens, "nats "+cfg.NATSListen)
+	}
+	lock, err := takeDataDir(cfg.DataDir, parts, holder)
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga dev: %v\n", err)
+		return exitFailed
+	}
+	defer lock.Release() // last: after the stores are closed and dev.json is gone
 	listens := [][2]string{{cfg.HTTPAddr, "--http / PRSAGA_HTTP_ADDR"}}
 	if cfg.NATSURL == "" && cfg.NATSListen != "-" { // "-": in process only, no listener
 		listens = append(listens, [2]string{cfg.NATSListen, "--nats-listen / PRSAGA_NATS_LISTEN"})
@@ -57,10 +73,16 @@ func cmdDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	if st.NATS != nil {
 		natsURL = st.NATS.Addr()
 	}
-	if err := writeDevInfo(cfg.DataDir, devInfo{APIURL: st.URL, NATSURL: natsURL, PID: os.Getpid()}); err != nil {
+	holder.Listens = []string{"http " + st.URL}
+	if natsURL != "" {
+		holder.Listens = append(holder.Listens, "nats "+natsURL)
+	}
+	_ = lock.Record(holder) // the ports chosen, for a refused second process
+	info := devInfo{APIURL: st.URL, NATSURL: natsURL, PID: os.Getpid()}
+	if err := writeDevInfo(cfg.DataDir, info); err != nil {
 		fmt.Fprintf(stderr, "prsaga dev: cannot record where it listens (client verbs need --api): %v\n", err)
 	} else {
-		defer os.Remove(filepath.Join(cfg.DataDir, devInfoFile))
+		defer removeDevInfo(cfg.DataDir, info)
 	}
 	fmt.Fprintf(stderr, "prsaga dev: dashboard %s/   NATS %s   data %s   repos %s   logs %s\n",
 		st.URL, st.NATS.Addr(), cfg.DataDir, cfg.ReposDir, cfg.LogDir)
@@ -96,17 +118,42 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if !armFaults("serve", getenv, stderr) {
 		return exitUsage
 	}
+	listen := cfg.HTTPListen(names)
+	holder := datalock.Me("prsaga serve "+pos[0], "http "+listen.Addr)
+	lock, err := takeDataDir(cfg.DataDir, serviceParts(names, true), holder)
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga serve %s: %v\n", pos[0], err)
+		return exitFailed
+	}
+	defer lock.Release() // last: after the stores are closed
 	st, err := stack.Start(ctx, stack.Options{Config: cfg, Services: names, LogStdout: stdout})
 	if err != nil {
 		fmt.Fprintf(stderr, "prsaga serve %s: %v\n", pos[0], err)
 		return exitFailed
 	}
 	defer st.Stop()
+	holder.Listens = []string{"http " + st.URL}
+	_ = lock.Record(holder) // the port chosen, for a refused second process
 	warnUnknownFaults(st)
+	warnDurability(st.Log, cfg, listen)
 	st.Log.Info("serving", "services", names, "http", st.URL)
 	<-ctx.Done()
 	return exitOK
 }
+
+// warnDurability warns that a process reachable from the network runs
+// with PRSAGA_DURABILITY=process: what it acknowledged may be lost with the
+// machine's power.
+func warnDurability(log *slog.Logger, cfg config.Config, listen config.Listener) {
+	if cfg.Durability != "process" || config.IsLoopback(listen.Addr) {
+		return
+	}
+	log.Warn(durabilityWarning, "durability", cfg.Durability, "listen", listen.Addr, "setting", listen.Env)
+}
+
+const durabilityWarning = "PRSAGA_DURABILITY=process on a listener off loopback: work already acknowledged " +
+	"(store commits, the merger's git objects and refs) is not fsynced and may be lost on a power loss or OS crash; " +
+	"set PRSAGA_DURABILITY=sync (--durability sync) in production"
 
 // armFaults arms the fault points PRSAGA_FAULTS names (crash tests only;
 // docs/operating.md lists the points), once, before anything starts.

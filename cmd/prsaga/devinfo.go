@@ -35,6 +35,14 @@ func writeDevInfo(dir string, info devInfo) error {
 	return durable.WriteJSON(filepath.Join(dir, devInfoFile), info, 0o644)
 }
 
+// removeDevInfo removes the dev.json of dir if it is still the one this
+// process wrote (info): never another process's.
+func removeDevInfo(dir string, info devInfo) {
+	if cur, ok := readDevInfo(dir); ok && cur == info {
+		_ = os.Remove(filepath.Join(dir, devInfoFile))
+	}
+}
+
 // readDevInfo reads what a `prsaga dev` recorded in dir; false when there
 // is nothing usable.
 func readDevInfo(dir string) (devInfo, bool) {

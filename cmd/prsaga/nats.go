@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/datalock"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/gcfloor"
 	"github.com/prsaga/prsaga/platform/natsembed"
@@ -34,12 +35,21 @@ func cmdNATS(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	gcfloor.Set(cfg.HeapFloor(0), os.Getenv)
 	storeDir := filepath.Join(cfg.DataDir, "nats")
+	holder := datalock.Me("prsaga nats", "nats "+cfg.NATSListen)
+	lock, err := takeDataDir(cfg.DataDir, []datalock.Part{{Name: natsPart}}, holder)
+	if err != nil {
+		fmt.Fprintf(stderr, "prsaga nats: %v\n", err)
+		return exitFailed
+	}
+	defer lock.Release() // last: after the server has stopped
 	ns, err := natsembed.Start(natsembed.Config{StoreDir: storeDir, Listen: cfg.NATSListen, Sync: cfg.Durability == "sync", Name: "prsaga-nats"})
 	if err != nil {
 		fmt.Fprintf(stderr, "prsaga nats: %v\n", err)
 		return exitFailed
 	}
 	defer ns.Stop()
+	holder.Listens = []string{"nats " + ns.Addr()}
+	_ = lock.Record(holder) // the port chosen, for a refused second process
 	// Create the streams now, so that a forge may publish requests before
 	// any service has started.
 	b, err := bus.Connect(ctx, bus.Config{InProcess: ns.Server, Name: "prsaga-nats",

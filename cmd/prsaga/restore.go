@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/backup"
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/datalock"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/config"
@@ -47,8 +47,12 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 	defer cancel()
 	indexDir := filepath.Join(cfg.DataDir, "index")
 	running := backup.InUse(dbDir, indexDir)
-	if info, ok := readDevInfo(cfg.DataDir); ok && info.PID > 0 && info.PID != os.Getpid() && syscall.Kill(info.PID, 0) == nil {
-		running = append(running, fmt.Sprintf("`prsaga dev` runs in %s (pid %d)", cfg.DataDir, info.PID))
+	holders, err := datalock.Holders(cfg.DataDir)
+	if err != nil {
+		running = append(running, fmt.Sprintf("%s: cannot tell whether a process owns it: %v", cfg.DataDir, err))
+	}
+	for _, h := range holders {
+		running = append(running, "data directory "+cfg.DataDir+": "+h)
 	}
 	b, stopNATS, err := restoreBus(ctx, cfg)
 	if err != nil {
@@ -109,33 +113,41 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 
 // restoreBus connects to the deployment's NATS: PRSAGA_NATS_URL, or else
 // the embedded server's store in <data>/nats, started here without a
-// listener (the deployment is stopped: nobody else has it open).
+// listener once its lock is taken — even --force does not open a store
+// another server has open: two servers on one store corrupt it.
 func restoreBus(ctx context.Context, cfg config.Config) (*bus.Bus, func(), error) {
 	bc := clientBus(cfg, cfg.NATSURL, "restore")
 	var ns *natsembed.Server
+	var lock *datalock.Lock
+	stop := func() {
+		if ns != nil {
+			ns.Stop()
+		}
+		lock.Release()
+	}
 	if cfg.NATSURL == "" {
 		store := filepath.Join(cfg.DataDir, "nats")
 		if _, err := os.Stat(store); err != nil {
 			return nil, nil, fmt.Errorf("no PRSAGA_NATS_URL and no embedded NATS store in %s: %w", store, err)
 		}
 		var err error
+		if lock, err = takeDataDir(cfg.DataDir, []datalock.Part{{Name: natsPart}}, datalock.Me("prsaga restore")); err != nil {
+			return nil, nil, err
+		}
 		if ns, err = natsembed.Start(natsembed.Config{StoreDir: store, Name: "prsaga-restore", Sync: true}); err != nil {
+			stop()
 			return nil, nil, err
 		}
 		bc.InProcess = ns.Server
 	}
 	b, err := bus.Connect(ctx, bc)
 	if err != nil {
-		if ns != nil {
-			ns.Stop()
-		}
+		stop()
 		return nil, nil, err
 	}
 	return b, func() {
 		b.Close()
-		if ns != nil {
-			ns.Stop()
-		}
+		stop()
 	}, nil
 }
 

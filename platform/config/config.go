@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -116,7 +115,7 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 	durability := str("durability", "PRSAGA_DURABILITY", "process", "process | sync")
 	data := str("data", "PRSAGA_DATA_DIR", ".prsaga", "data directory")
 	repos := str("repos", "PRSAGA_REPOS_DIR", "", "bare repositories (default <data>/repos)")
-	httpAddr := str("http", "PRSAGA_HTTP_ADDR", "127.0.0.1:8080", "HTTP listen address")
+	httpAddr := str(httpListen.Flag, httpListen.Env, "127.0.0.1:8080", "HTTP listen address")
 	apiURL := str("api", "PRSAGA_API_URL", "", "where client verbs talk (default http://<http addr>)")
 	apiToken := str("api-token", "PRSAGA_API_TOKEN", "", "operator bearer token")
 	statusToken := str("status-token", "PRSAGA_STATUS_TOKEN", "", "bearer token for CI commit statuses")
@@ -141,8 +140,9 @@ func Bind(fs *flag.FlagSet, getenv Getenv) func() (Config, error) {
 	gcFloor := str("gc-heap-floor", "PRSAGA_GC_HEAP_FLOOR", "", "Go heap this process grows to before collecting, like 80MiB (default 16MiB per service it runs; 0: GOGC alone; ignored when GOGC or GOMEMLIMIT is set)")
 	retBodies := str("retention-event-bodies", "PRSAGA_RETENTION_EVENT_BODIES", "0", "empty the ledger's event bodies of sagas merged this long ago (0: keep forever); rows and transitions stay")
 	perService := map[string]*string{}
-	for _, s := range []string{contracts.ServiceValidator, contracts.ServiceMerger, contracts.ServiceNotifier, contracts.ServiceIndexer, contracts.ServiceLedger} {
-		perService[s] = str(s+"-http", "PRSAGA_"+strings.ToUpper(s)+"_HTTP_ADDR", "", "HTTP address of the "+s+" when run alone")
+	for _, s := range services {
+		set := serviceListen(s)
+		perService[s] = str(set.Flag, set.Env, "", "HTTP listen address of the "+s+" when run alone (default --http)")
 	}
 
 	return func() (Config, error) {
@@ -290,10 +290,10 @@ func (c Config) Validate() error {
 	if _, err := c.SQLiteDir(); err != nil && !c.IsYDB() {
 		bad("PRSAGA_STORE: %v", err)
 	}
-	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-		bad("PRSAGA_HTTP_ADDR: %q is not host:port", c.HTTPAddr)
-	} else if c.APIToken == "" && !IsLoopback(c.HTTPAddr) {
-		bad("PRSAGA_HTTP_ADDR: %s is not a loopback address, so PRSAGA_API_TOKEN is required", c.HTTPAddr)
+	for _, l := range c.HTTPListeners() {
+		if err := l.check(c.APIToken); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.ReadToken != "" && c.ReadToken == c.APIToken {
 		bad("PRSAGA_READ_TOKEN: must differ from PRSAGA_API_TOKEN (a dashboard's token must not act)")
@@ -346,19 +346,6 @@ func (c Config) SQLiteDir() (string, error) {
 		return "", fmt.Errorf("%q is neither sqlite:///dir nor a ydb DSN", c.Store)
 	}
 	return dir, nil
-}
-
-// IsLoopback reports whether host:port listens on loopback only.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // parseBytes reads a size: a whole number of bytes, or one with the suffix

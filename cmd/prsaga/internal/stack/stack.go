@@ -255,15 +255,11 @@ func (s *Stack) connect(ctx context.Context, opts Options) error {
 func (s *Stack) serveHTTP(opts Options, mux *http.ServeMux) error {
 	ln := opts.HTTPListener
 	if ln == nil {
-		addr := s.cfg.HTTPAddr
-		if len(opts.Services) == 1 {
-			if a := s.cfg.ServiceHTTPAddr[opts.Services[0]]; a != "" {
-				addr = a
-			}
-		}
+		// The address config.Validate checked (HTTPListen).
+		l := s.cfg.HTTPListen(opts.Services)
 		var err error
-		if ln, err = net.Listen("tcp", addr); err != nil {
-			return fmt.Errorf("HTTP listen on %s: %w", addr, err)
+		if ln, err = net.Listen("tcp", l.Addr); err != nil {
+			return fmt.Errorf("HTTP listen on %s (%s): %w", l.Addr, l.Env, err)
 		}
 	}
 	s.URL = "http://" + ln.Addr().String()
