@@ -41,6 +41,8 @@ func retryHint(ctx context.Context, c *client.Client, s client.Saga) string {
 		switch {
 		case ce.Data.Code == contracts.CodeWebhookFailed:
 			return "fix the receiver, then: " + plain
+		case ce.Data.Code == contracts.CodeLockLost:
+			return "another run of this PR holds its lock: once that run has ended, " + plain
 		case !ce.Data.Retryable:
 			return "the failure (" + ce.Data.Code + ") is marked not retryable: fix its cause, then: " + plain + " --force"
 		}
