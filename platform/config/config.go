@@ -295,6 +295,11 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	// The embedded NATS server has no users: whoever reaches it may publish
+	// any subject, so the subjects would prove nothing (design §3, §11).
+	if c.NATSURL == "" && c.NATSListen != "-" && !IsLoopback(c.NATSListen) {
+		bad("PRSAGA_NATS_LISTEN: %s is not a loopback address, and the embedded NATS server has no users: anyone reaching it could publish any event; run nats-server with deploy/nats/accounts.conf and set PRSAGA_NATS_URL", c.NATSListen)
+	}
 	if c.ReadToken != "" && c.ReadToken == c.APIToken {
 		bad("PRSAGA_READ_TOKEN: must differ from PRSAGA_API_TOKEN (a dashboard's token must not act)")
 	}

@@ -165,3 +165,27 @@ func TestEveryListenSettingIsHeldToTheRule(t *testing.T) {
 		t.Errorf("found %d listen settings, fewer than the %d checked: the test's notion of a listen setting is broken", n, len(checked))
 	}
 }
+
+// The embedded NATS server has no users, so it listens on loopback only,
+// token or not; a NATS URL (a server of its own, with accounts) lifts it.
+func TestEmbeddedNATSListensOnLoopbackOnly(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{"PRSAGA_NATS_LISTEN": "127.0.0.1:4222"}, true},
+		{map[string]string{"PRSAGA_NATS_LISTEN": "[::1]:4222"}, true},
+		{map[string]string{"PRSAGA_NATS_LISTEN": "-"}, true},
+		{map[string]string{"PRSAGA_NATS_LISTEN": "0.0.0.0:4222", "PRSAGA_API_TOKEN": "a-long-operator-token"}, false},
+		{map[string]string{"PRSAGA_NATS_LISTEN": ":4222"}, false},
+		{map[string]string{"PRSAGA_NATS_LISTEN": "0.0.0.0:4222", "PRSAGA_NATS_URL": "nats://nats-1:4222"}, true},
+	} {
+		_, err := bind(t, tc.env)
+		if got := err == nil; got != tc.want {
+			t.Errorf("%v: accepted=%v (%v), want %v", tc.env, got, err, tc.want)
+		}
+		if err != nil && !strings.Contains(err.Error(), "PRSAGA_NATS_LISTEN") {
+			t.Errorf("%v: error %q does not name PRSAGA_NATS_LISTEN", tc.env, err)
+		}
+	}
+}
