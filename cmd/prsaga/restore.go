@@ -16,6 +16,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/config"
+	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/platform/natsembed"
 )
 
@@ -25,7 +26,9 @@ import (
 // so that the events after it are delivered again — the inboxes drop what
 // the backup had applied, the rest is handled anew. It refuses while
 // services run (--force overrides, with a warning) and when the backup is
-// older than the stream or the inboxes keep.
+// older than the stream or the inboxes keep. Interrupted, it is run again
+// (backup.Restore says why that is safe); PRSAGA_FAULTS arms its fault
+// points (backup.FaultDBMoved …) for the tests that kill it.
 func cmdRestore(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	const use = "usage: prsaga restore --from DIR [--force] [--timeout D] [--json]"
 	fs, load := newFlags("restore", getenv, stderr)
@@ -38,6 +41,10 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 	})
 	if !ok {
 		return code
+	}
+	if _, err := fault.Setup(getenv); err != nil {
+		fmt.Fprintf(stderr, "prsaga restore: %v\n", err)
+		return exitUsage
 	}
 	if _, err := backup.ReadManifest(*from); err != nil {
 		fmt.Fprintf(stderr, "prsaga restore: %v\n", err)
@@ -102,12 +109,16 @@ func cmdRestore(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintln(stdout, "  search index")
 	}
 	if res.CarriedOver > 0 {
-		fmt.Fprintf(stdout, "  kept %d rows of the merger's journal written since the backup (the merges they record are in git)\n", res.CarriedOver)
+		fmt.Fprintf(stdout, "  kept %d rows of the merger's journal written since the backup, from every replaced merger database (the merges they record are in git)\n", res.CarriedOver)
 	}
 	for _, n := range slices.Sorted(maps.Keys(res.Reset)) {
 		fmt.Fprintf(stdout, "  consumer %-15s resumes from sequence %d\n", n, res.Reset[n])
 	}
-	fmt.Fprintf(stdout, "the replaced files are kept in %s (and the index in %s.pre-restore-*); start the services\n", res.Kept, indexDir)
+	fmt.Fprintf(stdout, "the replaced databases are kept in %s", res.Kept)
+	if res.KeptIndex != "" {
+		fmt.Fprintf(stdout, ", the replaced index in %s", res.KeptIndex)
+	}
+	fmt.Fprintln(stdout, "; start the services")
 	return exitOK
 }
 

@@ -202,7 +202,7 @@ func startAccountsNATS(t *testing.T, pt procTest, env []string) string {
 	t.Helper()
 	server, err := exec.LookPath("nats-server")
 	if err != nil {
-		server = filepath.Join(pt.dir, "nats-server")
+		server = filepath.Join(pt.dir, "nats-server-bin")
 		build := exec.Command(goCommand(), "build", "-o", server, "github.com/nats-io/nats-server/v2")
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("build nats-server: %v\n%s", err, out)

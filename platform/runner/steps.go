@@ -30,6 +30,9 @@ func (r *Runner) open(ctx context.Context, m jetstream.Msg) *unit {
 	}
 	u := &unit{m: m, env: env}
 	r.observe(ctx, u)
+	if md, err := m.Metadata(); err == nil {
+		u.ctx = step.WithStoredAt(u.ctx, md.Timestamp)
+	}
 	u.log = eventLog(r.cfg.Log, u.env)
 	return u
 }

@@ -155,13 +155,20 @@ type Transition struct {
 
 // Event is one received event as recorded in saga_event.
 type Event struct {
-	EventID       string    `json:"event_id"`
-	PRID          string    `json:"pr_id"`
-	CorrelationID string    `json:"correlation_id"`
-	Type          string    `json:"type"`
-	Status        string    `json:"status"` // StatusApplied or StatusIgnored
-	Reason        string    `json:"reason"`
-	ReceivedAt    time.Time `json:"received_at"`
+	EventID       string `json:"event_id"`
+	PRID          string `json:"pr_id"`
+	CorrelationID string `json:"correlation_id"`
+	Type          string `json:"type"`
+	Status        string `json:"status"` // StatusApplied or StatusIgnored
+	Reason        string `json:"reason"`
+	// ReceivedAt is when the ledger projected it (its clock; the order of
+	// the log).
+	ReceivedAt time.Time `json:"received_at"`
+	// StoredAt is when the stream stored it, as far as the ledger knows:
+	// the time the transitions it caused carry (Projector). ReceivedAt
+	// when it did not come from the stream, or was recorded before the
+	// ledger kept this.
+	StoredAt time.Time `json:"stored_at"`
 	// Event is the whole CloudEvent in structured JSON form.
 	Event json.RawMessage `json:"event"`
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // Projector applies saga events to the projection with contracts.Decide.
@@ -67,6 +68,7 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 	}
 	in := contracts.IncomingOf(env)
 	now := p.now()
+	at := eventAt(ctx, now)
 	d, err := contracts.Project(row, in, func() ([]contracts.Incoming, error) { return runEvents(tx, row.PRID, in, now) })
 	if err != nil {
 		return Result{}, err
@@ -81,6 +83,7 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 		CorrelationID: env.Meta.CorrelationID,
 		Type:          env.Event.Type(),
 		ReceivedAt:    now,
+		StoredAt:      at,
 		Event:         raw,
 	}
 	if !d.Applied() {
@@ -117,7 +120,7 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 			EventID:       id,
 			Inferred:      t.Inferred,
 			Actor:         env.Event.Source(),
-			At:            now,
+			At:            at,
 		})
 	}
 	if len(ts) > 0 {
@@ -148,6 +151,22 @@ func readFirst(tx Tx, eventID, prID string) (recorded bool, row contracts.Row, e
 	}
 	row, err = tx.Saga(prID)
 	return false, row, err
+}
+
+// eventAt is the time an event's transitions carry: when JetStream stored
+// its message (step.StoredAt: the server's clock, which no publisher sets —
+// unlike the event's time attribute, which a client chooses for its
+// request), or now when it did not come from the stream or the stream's
+// clock is ahead of the ledger's. Projected live, that is a moment before
+// now; projected again when a restored ledger catches up from the stream,
+// it is still the time the event happened, not the time of the catch-up.
+// Microseconds, as stored.
+func eventAt(ctx context.Context, now time.Time) time.Time {
+	at, ok := step.StoredAt(ctx)
+	if !ok || at.After(now) {
+		return now
+	}
+	return at.UTC().Truncate(time.Microsecond)
 }
 
 func (p *Projector) now() time.Time {

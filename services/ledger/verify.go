@@ -9,15 +9,18 @@ import (
 	"time"
 
 	"github.com/prsaga/prsaga/contracts"
+	"github.com/prsaga/prsaga/platform/step"
 )
 
 // Verification of the projection against the ledger's own event log
 // (design §5 "Verify and repair"). The log is saga_event: every event the
 // ledger projected, applied or ignored, with the time it projected it
-// (received_at, which also stamped the row and the transitions). Replaying
-// it in that order through the same Projector, with its clock set to each
-// event's received_at, rebuilds pr_saga and saga_transition as they were
-// written — times included. What is not an event is an operator's retry:
+// (received_at, which also stamped the row) and the time the stream stored
+// it (stored_at, which stamped the transitions it caused). Replaying it in
+// received_at order through the same Projector, with its clock set to each
+// event's received_at and the event's stored_at given as the runner gives
+// it, rebuilds pr_saga and saga_transition as they were written — times
+// included. What is not an event is an operator's retry:
 // it moves the row itself and puts a replay of the step's trigger in the
 // outbox, which the ledger records later (ignored, the row having moved).
 // The replay carries the retry's time and attempt, so the retry is redone
@@ -184,7 +187,7 @@ func redo(ctx context.Context, tx Tx, proj *Projector, prID string, plan []actio
 			}
 			continue
 		}
-		if _, err := proj.Project(ctx, tx, s.env, discardLog); err != nil {
+		if _, err := proj.Project(step.WithStoredAt(ctx, s.ev.StoredAt), tx, s.env, discardLog); err != nil {
 			return fmt.Errorf("re-derive %s: project %s: %w", prID, s.ev.EventID, err)
 		}
 	}
@@ -238,11 +241,36 @@ func (r *Rederiver) actions(rec Recorded, evs []Event) ([]action, *Diff) {
 // the replay's time, before the ledger recorded the replay itself).
 func (r *Rederiver) actionsOf(rec Recorded, e Event, at time.Time, env contracts.Envelope) []action {
 	var out []action
-	if env.Meta.ReplayOf != "" {
+	if env.Meta.ReplayOf != "" && !learnedFromReplay(rec.Transitions, e) {
 		out = append(out, action{at: at.UTC().Truncate(time.Microsecond), retry: true,
 			actor: retryActor(rec.Transitions, e.EventID), ev: e})
 	}
 	return append(out, action{at: e.ReceivedAt, ev: e, env: env})
+}
+
+// learnedFromReplay reports whether the ledger holds a retry only through
+// its replay e: the replay was applied (a replay of a retry this ledger
+// made is recorded ignored, the retry having moved the row) and no live
+// transition of the replay is the retry's own (an operator's, not the
+// replay's source). That is a ledger restored from a backup taken before
+// the retry: the retry's move was in the replaced tables, and catching up
+// from the stream the ledger folded the replay into the row (contracts
+// FoldRun: a replay stands for the retry that sent it). Verify then
+// projects the replay as that ledger did and redoes no retry.
+func learnedFromReplay(ts []Transition, e Event) bool {
+	if e.Status != StatusApplied {
+		return false
+	}
+	ce, err := e.CloudEvent()
+	if err != nil {
+		return false
+	}
+	for _, t := range ts {
+		if t.EventID == e.EventID && t.From == contracts.StateMergeFailed && t.Actor != ce.Source() {
+			return false
+		}
+	}
+	return true
 }
 
 // retryActor is who retried: no event names the operator, so it is read

@@ -91,6 +91,31 @@ func (c *component) publish(evs ...*event.Event) {
 }
 
 // waitFor polls the saga over HTTP until it reaches state (or times out).
+// lag is how long after the stream stored the event the ledger projected
+// it (received_at - stored_at).
+func (c *component) lag(pr, eventID string) time.Duration {
+	c.t.Helper()
+	resp, err := c.http.Client().Get(c.http.URL + "/api/v1/sagas/" + url.PathEscape(pr) + "/events")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Events []ledger.Event }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		c.t.Fatal(err)
+	}
+	for _, e := range body.Events {
+		if e.EventID == eventID {
+			if e.StoredAt.After(e.ReceivedAt) {
+				c.t.Fatalf("event %s stored at %s, after the ledger received it at %s", eventID, e.StoredAt, e.ReceivedAt)
+			}
+			return e.ReceivedAt.Sub(e.StoredAt)
+		}
+	}
+	c.t.Fatalf("event %s of %s is not recorded", eventID, pr)
+	return 0
+}
+
 func (c *component) waitFor(pr string, state contracts.State) ledger.Saga {
 	c.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

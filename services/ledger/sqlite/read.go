@@ -124,7 +124,7 @@ func (s *Tables) Events(ctx context.Context, prID string) ([]ledger.Event, error
 }
 
 // selectEvents reads saga_event's columns in the order scanEvents scans.
-const selectEvents = `SELECT event_id, pr_id, correlation_id, type, status, reason, received_at, event FROM saga_event`
+const selectEvents = `SELECT event_id, pr_id, correlation_id, type, status, reason, received_at, coalesce(stored_at, received_at), event FROM saga_event`
 
 // eventsOf is the answer of a query of events (rows, err): the events, or
 // the error said in terms of what was read.
@@ -139,18 +139,19 @@ func eventsOf(rows *psqlite.Rows, err error, format string, args ...any) ([]ledg
 }
 
 // scanEvents scans and closes rows of saga_event's columns (event_id,
-// pr_id, correlation_id, type, status, reason, received_at, event).
+// pr_id, correlation_id, type, status, reason, received_at, stored_at,
+// event).
 func scanEvents(rows *psqlite.Rows) ([]ledger.Event, error) {
 	defer rows.Close()
 	out := []ledger.Event{}
 	for rows.Next() {
 		var e ledger.Event
-		var at int64
+		var at, stored int64
 		var raw string
-		if err := rows.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &raw); err != nil {
+		if err := rows.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &stored, &raw); err != nil {
 			return nil, err
 		}
-		e.ReceivedAt, e.Event = fromMicros(at), bodyOf(raw)
+		e.ReceivedAt, e.StoredAt, e.Event = fromMicros(at), fromMicros(stored), bodyOf(raw)
 		out = append(out, e)
 	}
 	return out, rows.Err()

@@ -213,15 +213,24 @@ func (t *Tx) AddTransitions(prID string, ts []ledger.Transition) ([]ledger.Trans
 // RecordEvent inserts the event into saga_event.
 func (t *Tx) RecordEvent(e ledger.Event) error {
 	if _, err := t.tx.ExecContext(t.tx.Context(), `INSERT INTO saga_event
-		(event_id, pr_id, correlation_id, type, status, reason, received_at, event)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.EventID, e.PRID, e.CorrelationID, e.Type, e.Status, e.Reason, micros(e.ReceivedAt), string(e.Event)); err != nil {
+		(event_id, pr_id, correlation_id, type, status, reason, received_at, stored_at, event)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.EventID, e.PRID, e.CorrelationID, e.Type, e.Status, e.Reason, micros(e.ReceivedAt), storedMicros(e), string(e.Event)); err != nil {
 		return fmt.Errorf("record event %s: %w", e.EventID, err)
 	}
 	return nil
 }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// storedMicros is e's stored_at: NULL when it has none (read back as
+// received_at).
+func storedMicros(e ledger.Event) any {
+	if e.StoredAt.IsZero() {
+		return nil
+	}
+	return micros(e.StoredAt)
+}
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
@@ -282,17 +291,16 @@ type queryer interface {
 
 func latestEvent(ctx context.Context, q queryer, correlationID, eventType string) (ledger.Event, bool, error) {
 	var e ledger.Event
-	var at int64
+	var at, stored int64
 	var raw string
-	err := q.QueryRowContext(ctx, `SELECT event_id, pr_id, correlation_id, type, status, reason, received_at, event
-		FROM saga_event WHERE correlation_id = ? AND type = ? ORDER BY received_at DESC, event_id DESC LIMIT 1`,
-		correlationID, eventType).Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &raw)
+	err := q.QueryRowContext(ctx, selectEvents+` WHERE correlation_id = ? AND type = ? ORDER BY received_at DESC, event_id DESC LIMIT 1`,
+		correlationID, eventType).Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &stored, &raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Event{}, false, nil
 	}
 	if err != nil {
 		return ledger.Event{}, false, fmt.Errorf("read latest %s of run %s: %w", eventType, correlationID, err)
 	}
-	e.ReceivedAt, e.Event = fromMicros(at), bodyOf(raw)
+	e.ReceivedAt, e.StoredAt, e.Event = fromMicros(at), fromMicros(stored), bodyOf(raw)
 	return e, true, nil
 }

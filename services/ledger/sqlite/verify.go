@@ -134,12 +134,12 @@ func nextEvent(rows *sql.Rows) (ledger.Event, bool, error) {
 		return ledger.Event{}, false, nil
 	}
 	var e ledger.Event
-	var at int64
+	var at, stored int64
 	var raw string
-	if err := rows.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &raw); err != nil {
+	if err := rows.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &at, &stored, &raw); err != nil {
 		return ledger.Event{}, false, fmt.Errorf("read saga_event: %w", err)
 	}
-	e.ReceivedAt, e.Event = fromMicros(at), bodyOf(raw)
+	e.ReceivedAt, e.StoredAt, e.Event = fromMicros(at), fromMicros(stored), bodyOf(raw)
 	return e, true, nil
 }
 

@@ -236,7 +236,10 @@ func scanEvent(row query.Row) (ledger.Event, error) {
 	if err := row.Scan(&e.EventID, &e.PRID, &e.CorrelationID, &e.Type, &e.Status, &e.Reason, &e.ReceivedAt, &raw); err != nil {
 		return ledger.Event{}, err
 	}
+	// saga_event on YDB keeps no stored_at: `ledger verify`, its one
+	// reader, runs on SQLite only.
 	e.ReceivedAt, e.Event = e.ReceivedAt.UTC(), []byte(raw)
+	e.StoredAt = e.ReceivedAt
 	return e, nil
 }
 

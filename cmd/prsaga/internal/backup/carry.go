@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,12 +23,48 @@ var carriedOver = map[string][]string{
 	contracts.ServiceMerger: {"merge_journal"},
 }
 
+// carryOverAll adds to the restored database at path the rows of
+// service's carriedOver tables from the database of that service in every
+// kept directory beside it (keptDirs): the one this run replaced and the
+// ones earlier restores replaced. A restore that was interrupted and run
+// again has moved the database that held the rows into the first run's
+// directory and the backup's copy into a later one; and a journal row is
+// a fact about git, true whichever restore kept it. Rows the restored
+// database has are kept (INSERT OR IGNORE: the key is the same fact), so
+// the union is taken once. It warns when no kept directory holds such a
+// database: the rows written since the backup are then lost.
+func carryOverAll(ctx context.Context, service, path string, warn io.Writer) (rows int64, err error) {
+	if len(carriedOver[service]) == 0 {
+		return 0, nil
+	}
+	dirs, err := keptDirs(filepath.Dir(path))
+	if err != nil {
+		return 0, err
+	}
+	found := false
+	for _, dir := range dirs {
+		old := filepath.Join(dir, filepath.Base(path))
+		if _, err := os.Stat(old); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		found = true
+		n, err := carryOver(ctx, service, path, old)
+		if err != nil {
+			return rows, fmt.Errorf("from %s: %w", old, err)
+		}
+		rows += n
+	}
+	if !found {
+		fmt.Fprintf(warn, "warning: no %s database was replaced: its %v since the backup are lost (a PR squashed since may be squashed again)\n", service, carriedOver[service])
+	}
+	return rows, nil
+}
+
 // carryOver copies the rows of service's carriedOver tables from the
 // replaced database old into the restored one at path, keeping the
 // restored rows (INSERT OR IGNORE: the key is the same fact). Only the
 // columns both have are copied, so a backup of an older schema takes the
-// rows too. Nothing to do when old does not exist (a first restore into an
-// empty deployment: say so, since that journal is then lost).
+// rows too. Nothing to do when old does not exist.
 func carryOver(ctx context.Context, service, path, old string) (rows int64, err error) {
 	tables := carriedOver[service]
 	if len(tables) == 0 {

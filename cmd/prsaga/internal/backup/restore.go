@@ -13,6 +13,7 @@ import (
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/durable"
+	"github.com/prsaga/prsaga/platform/fault"
 )
 
 // ErrTooOld is matched (errors.Is) by Restore's error when the backup is
@@ -41,23 +42,48 @@ type RestoreOptions struct {
 // Result says what a restore did.
 type Result struct {
 	Manifest Manifest
-	// Kept is where the replaced databases and index were moved.
+	// Kept is where this run moved the databases it replaced.
 	Kept string `json:"kept"`
-	// CarriedOver counts the rows kept from the replaced databases (the
-	// merger's journal of the merges it made since the backup).
+	// KeptIndex is where this run moved the index it replaced ("" when
+	// there was none to move).
+	KeptIndex string `json:"kept_index,omitempty"`
+	// CarriedOver counts the rows added to the restored databases from
+	// the ones replaced, by this run and every earlier restore (the
+	// merger's journal of the merges made since the backup).
 	CarriedOver int64 `json:"carried_over"`
 	// Reset maps each durable consumer to the stream sequence it resumes
 	// from.
 	Reset map[string]uint64 `json:"reset"`
 }
 
-// Restore puts the backup in o.From back: the databases (the current
-// ones, with their WAL, are moved aside into <DBDir>/pre-restore-<time>),
-// the index (the current one moved to <IndexDir>.pre-restore-<time>), then
-// every durable consumer is reset to resume from the position the backup
-// recorded, so that every event after it is delivered again. The services
-// must be stopped (the caller checks: InUse). Interrupted, it can be run
-// again.
+// The restore's fault points (package fault, PRSAGA_FAULTS): a test kills
+// a restore at each boundary between its steps and runs it again. Each
+// database passes the first three, in the order of the manifest.
+const (
+	FaultDBMoved      = "restore.db-moved"      // a database moved aside, the backup's not copied in
+	FaultDBCopied     = "restore.db-copied"     // the backup's copy in place, nothing carried over
+	FaultDBCarried    = "restore.db-carried"    // the database done
+	FaultIndexMoved   = "restore.index-moved"   // the index moved aside, the backup's not copied in
+	FaultIndexCopied  = "restore.index-copied"  // the index done
+	FaultConsumerDone = "restore.consumer-done" // one durable consumer reset
+)
+
+// Restore puts the backup in o.From back: each database (the current one
+// moved aside into a new kept directory <DBDir>/pre-restore-<time>-<n>,
+// the backup's copied in, then the rows of carriedOver tables of every
+// kept directory there is added), the index (the current one moved to
+// <IndexDir>.pre-restore-<time>-<n>), then every durable consumer is reset
+// to resume from the position the backup recorded, so that every event
+// after it is delivered again. The services must be stopped (the caller
+// checks: InUse).
+//
+// Killed at any point, it can be run again, and that run's result is the
+// one a run never interrupted gives: each step puts the backup's file in
+// place whatever the previous run left (a copy it already put there is
+// moved aside again, which loses nothing), the carried-over rows are read
+// from the kept directories of every run, this one's and earlier ones',
+// and a reset consumer is reset again to the same position. No run moves
+// a file over another: each has a kept directory of its own.
 func Restore(ctx context.Context, o RestoreOptions) (Result, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -65,6 +91,7 @@ func Restore(ctx context.Context, o RestoreOptions) (Result, error) {
 	if o.Warn == nil {
 		o.Warn = io.Discard
 	}
+	fault.Register(FaultDBMoved, FaultDBCopied, FaultDBCarried, FaultIndexMoved, FaultIndexCopied, FaultConsumerDone)
 	m, err := ReadManifest(o.From)
 	if err != nil {
 		return Result{}, err
@@ -76,30 +103,28 @@ func Restore(ctx context.Context, o RestoreOptions) (Result, error) {
 		}
 		fmt.Fprintf(o.Warn, "warning: %v (restoring anyway: --force)\n", err)
 	}
-	stamp := o.Now().UTC().Format("20060102T150405Z")
-	res.Kept = filepath.Join(o.DBDir, "pre-restore-"+stamp)
+	now := o.Now()
+	kept, name, err := reserveKept(o.DBDir, now)
+	if err != nil {
+		return res, fmt.Errorf("make a directory for the replaced databases: %w", err)
+	}
+	res.Kept = kept
 	for _, d := range m.Databases {
-		dst := filepath.Join(o.DBDir, d.File)
-		if err := restoreDB(filepath.Join(o.From, d.File), dst, res.Kept); err != nil {
-			return res, fmt.Errorf("restore the %s database: %w", d.Service, err)
-		}
-		if len(carriedOver[d.Service]) == 0 {
-			continue
-		}
-		old := filepath.Join(res.Kept, d.File)
-		if _, err := os.Stat(old); errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(o.Warn, "warning: no %s database was replaced: its %v since the backup are lost (a PR squashed since may be squashed again)\n", d.Service, carriedOver[d.Service])
-			continue
-		}
-		n, err := carryOver(ctx, d.Service, dst, old)
+		n, err := restoreDB(ctx, filepath.Join(o.From, d.File), filepath.Join(o.DBDir, d.File), kept, d.Service, o.Warn)
 		if err != nil {
 			return res, fmt.Errorf("restore the %s database: %w", d.Service, err)
 		}
 		res.CarriedOver += n
+		if err := fault.Hit(FaultDBCarried); err != nil {
+			return res, err
+		}
 	}
 	if m.Index != nil {
-		if err := restoreIndex(filepath.Join(o.From, m.Index.Dir), o.IndexDir, o.IndexDir+".pre-restore-"+stamp); err != nil {
+		if res.KeptIndex, err = restoreIndex(filepath.Join(o.From, m.Index.Dir), o.IndexDir, o.IndexDir+"."+name); err != nil {
 			return res, fmt.Errorf("restore the search index: %w", err)
+		}
+		if err := fault.Hit(FaultIndexCopied); err != nil {
+			return res, err
 		}
 	}
 	if err := resetConsumers(ctx, o, m, res.Reset); err != nil {
@@ -141,48 +166,69 @@ func checkAge(ctx context.Context, o RestoreOptions, m Manifest) error {
 	return errors.Join(errs...)
 }
 
-// restoreDB moves the database at dst (and its -wal and -shm: a WAL left
-// beside the restored file would be replayed into it) into kept, then
-// puts a copy of src in its place (copied beside it, synced, renamed).
-func restoreDB(src, dst, kept string) error {
-	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-		cur := dst + suffix
-		if _, err := os.Lstat(cur); errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err := os.MkdirAll(kept, 0o700); err != nil {
-			return err
-		}
-		if err := os.Rename(cur, filepath.Join(kept, filepath.Base(cur))); err != nil {
-			return err
-		}
+// restoreDB moves the database at dst aside into kept (moveAside), puts a
+// copy of src in its place (copied beside it, synced, renamed), then adds
+// the rows of service's carriedOver tables from the database replaced by
+// this run and by every earlier restore (carryOverAll). It returns how
+// many rows were added.
+func restoreDB(ctx context.Context, src, dst, kept, service string, warn io.Writer) (int64, error) {
+	if _, err := moveAside(ctx, dst, kept, warn); err != nil {
+		return 0, err
+	}
+	if err := fault.Hit(FaultDBMoved); err != nil {
+		return 0, err
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
+		return 0, err
 	}
 	tmp := dst + ".restoring"
 	if err := copyFile(src, tmp); err != nil {
-		return err
+		return 0, err
 	}
 	if err := os.Rename(tmp, dst); err != nil {
-		return err
+		return 0, err
 	}
-	return durable.Sync(filepath.Dir(dst))
+	if err := durable.Sync(filepath.Dir(dst)); err != nil {
+		return 0, err
+	}
+	if err := fault.Hit(FaultDBCopied); err != nil {
+		return 0, err
+	}
+	return carryOverAll(ctx, service, dst, warn)
 }
 
-// restoreIndex moves the index at dst to kept and copies src in its place.
-func restoreIndex(src, dst, kept string) error {
+// restoreIndex moves the index at dst aside, to kept or, when a kept
+// index of that name exists, to kept-<n> (renaming a directory never
+// replaces a non-empty one, and the name is checked first), then copies
+// src in its place. It returns where the replaced index went ("" when
+// there was none).
+func restoreIndex(src, dst, kept string) (string, error) {
+	moved := ""
 	if _, err := os.Lstat(dst); err == nil {
-		if err := os.Rename(dst, kept); err != nil {
-			return err
+		to := kept
+		for n := 2; ; n++ {
+			if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			to = fmt.Sprintf("%s-%d", kept, n)
 		}
+		if err := os.Rename(dst, to); err != nil {
+			return "", err
+		}
+		moved = to
+	}
+	if err := fault.Hit(FaultIndexMoved); err != nil {
+		return moved, err
 	}
 	tmp := dst + ".restoring"
 	_ = os.RemoveAll(tmp) // left by an interrupted restore
 	if err := copyDir(src, tmp); err != nil {
-		return err
+		return moved, err
 	}
-	return os.Rename(tmp, dst)
+	if err := os.Rename(tmp, dst); err != nil {
+		return moved, err
+	}
+	return moved, durable.Sync(filepath.Dir(dst))
 }
 
 // resetConsumers resets each durable consumer of the stream: one the
@@ -218,6 +264,9 @@ func resetConsumers(ctx context.Context, o RestoreOptions, m Manifest, reset map
 			return fmt.Errorf("reset consumer %s to sequence %d: %w", name, seq, err)
 		}
 		reset[name] = seq
+		if err := fault.Hit(FaultConsumerDone); err != nil {
+			return err
+		}
 	}
 	for name := range want {
 		if !live[name] {
