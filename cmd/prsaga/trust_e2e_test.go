@@ -133,8 +133,7 @@ func TestTrustFromTheTransport(t *testing.T) {
 	// Subjects that are not the forge's are refused by the server itself.
 	denied := func(b *bus.Bus, who, subject string) {
 		t.Helper()
-		e, err := contracts.New(step.NewID(), contracts.TypeMergeRequested, "https://forge.example/acme", pr2.PRID, time.Now(), pr2,
-			contracts.Meta{CorrelationID: "x-run", Attempt: 1})
+		e, err := contracts.NewRequested(step.NewID(), "https://forge.example/acme", time.Now(), pr2, "")
 		if err != nil {
 			t.Fatal(err)
 		}
