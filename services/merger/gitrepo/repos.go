@@ -65,7 +65,7 @@ func NewReposWithOptions(root string, opts Options) (*Repos, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("repos dir %q is not a directory", abs)
 	}
-	fault.Register(FaultRefLocked)
+	fault.Register(FaultRefLocked, FaultRefChecked)
 	budget := opts.CacheBytes
 	if budget <= 0 {
 		budget = DefaultCacheBytes
