@@ -43,6 +43,8 @@ var faultCases = []faultCase{
 	// insert: after-effect is between the two.
 	// Dead holding the target's ref lock: the restarted merger breaks it.
 	{service: "merger", point: gitrepo.FaultRefLocked},
+	// Dead with the old value checked and the new one written, not renamed.
+	{service: "merger", point: gitrepo.FaultRefChecked},
 	{service: "merger", point: fault.AfterEffect(contracts.ConsumerMerger)},
 	{service: "merger", point: fault.AfterCommit(contracts.ConsumerMerger)},
 	{service: "merger", point: fault.AfterPublish(contracts.ServiceMerger)},

@@ -14,6 +14,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/config"
+	"github.com/prsaga/prsaga/platform/gitreach"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgerjs "github.com/prsaga/prsaga/services/ledger/jetstream"
@@ -34,8 +35,11 @@ func cmdLedger(ctx context.Context, args []string, getenv func(string) string, s
 	return cmdLedgerVerify(ctx, args[1:], getenv, stdout, stderr)
 }
 
-// Exit codes of ledger verify: exitOK when the tables agree with the log,
-// exitFailed when they differ, exitUsage (2) when verify could not run.
+// Exit codes of ledger verify: exitOK when the tables agree with the log
+// and every merged saga's merge commit is on its target branch, exitFailed
+// when they differ or a merge commit is not there (or cannot be checked),
+// exitUsage (2) when verify could not run. The merge commits are checked
+// in the repos dir (--repos / PRSAGA_REPOS_DIR) when it exists.
 func cmdLedgerVerify(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	const use = "usage: prsaga ledger verify [--json] [--stream] [--repair [--force] [--actor NAME]] [--scratch DIR]"
 	fs, load := newFlags("ledger verify", getenv, stderr)
@@ -113,6 +117,11 @@ func cmdLedgerVerify(ctx context.Context, args []string, getenv func(string) str
 		}
 		r.Body = func(id string) ([]byte, bool) { b, ok := bodies[id]; return b, ok }
 	}
+	if fi, err := os.Stat(cfg.ReposDir); err == nil && fi.IsDir() {
+		r.Branches = gitreach.New(cfg.ReposDir)
+	} else {
+		fmt.Fprintf(stderr, "prsaga ledger verify: merge commits not checked against their branches: no repos dir at %s (--repos / PRSAGA_REPOS_DIR)\n", cfg.ReposDir)
+	}
 	rep, err := ledger.Verify(ctx, tables, r)
 	if err != nil {
 		return fail("%v", err)
@@ -126,7 +135,7 @@ func cmdLedgerVerify(ctx context.Context, args []string, getenv func(string) str
 		}
 	}
 	printVerify(stdout, rep, *asJSON)
-	if found > 0 && !*repair || rep.NotRepaired > 0 {
+	if found > 0 && !*repair || rep.NotRepaired > 0 || len(rep.OffBranch) > 0 {
 		return exitFailed
 	}
 	return exitOK
@@ -145,6 +154,13 @@ func printVerify(w io.Writer, rep ledger.VerifyReport, asJSON bool) {
 		for _, d := range c.Diffs {
 			fmt.Fprintf(w, "  %s\n", describeDiff(d))
 		}
+	}
+	if rep.MergesChecked > 0 || len(rep.OffBranch) > 0 || rep.MergesUnchecked > 0 {
+		fmt.Fprintf(w, "%d merged sagas checked against their target branches: %d not on it, %d not checkable (target branch unknown: event bodies pruned)\n",
+			rep.MergesChecked, len(rep.OffBranch), rep.MergesUnchecked)
+	}
+	for _, o := range rep.OffBranch {
+		fmt.Fprintf(w, "%s: merge commit %s on %s of %s: %s\n", o.PRID, o.MergeSHA, o.Branch, o.Repo, o.Problem)
 	}
 	if rep.Repaired > 0 {
 		fmt.Fprintf(w, "repaired %d sagas (audited in saga_repair)\n", rep.Repaired)

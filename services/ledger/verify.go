@@ -89,6 +89,10 @@ type Rederiver struct {
 	// Body, when set, supplies the body of an event whose body was pruned
 	// (from the stream, where it may still be); found false when it has none.
 	Body func(eventID string) (body []byte, found bool)
+	// Branches, when set, is what Verify checks every merged saga's merge
+	// commit against: it must be on the saga's target branch
+	// (verifymerges.go).
+	Branches Branches
 }
 
 // Check re-derives rec's PR in the scratch store and compares the result
@@ -393,15 +397,41 @@ type VerifyReport struct {
 	// alone because the log could not re-derive them.
 	Repaired    int `json:"repaired,omitempty"`
 	NotRepaired int `json:"not_repaired,omitempty"`
+	// MergesChecked counts the merged sagas whose merge commit was looked
+	// for on its target branch (only when Verify was given Branches);
+	// MergesUnchecked those whose target branch no readable event names.
+	MergesChecked   int `json:"merges_checked,omitempty"`
+	MergesUnchecked int `json:"merges_unchecked,omitempty"`
+	// OffBranch lists the merged sagas whose merge commit is not on their
+	// target branch, or could not be checked there. A repair changes
+	// nothing of them: the log is right, the branch is not.
+	OffBranch []OffBranch `json:"off_branch,omitempty"`
 }
 
-// Verify re-derives every PR live holds and compares (see Rederiver).
+// Verify re-derives every PR live holds and compares (see Rederiver); with
+// r.Branches set, it also checks that every merged saga's merge commit is
+// on its target branch (OffBranch).
 func Verify(ctx context.Context, live LogReader, r *Rederiver) (VerifyReport, error) {
 	rep := VerifyReport{Differ: []SagaCheck{}}
 	var batch []Recorded
 	flush := func() error {
 		cs, err := r.CheckAll(ctx, batch)
 		if err != nil {
+			return err
+		}
+		for _, rec := range batch {
+			counted, unknown, off := r.checkMerge(ctx, rec)
+			if counted {
+				rep.MergesChecked++
+			}
+			if unknown {
+				rep.MergesUnchecked++
+			}
+			if off != nil {
+				rep.OffBranch = append(rep.OffBranch, *off)
+			}
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		batch = batch[:0]

@@ -38,6 +38,12 @@ var (
 	// be removed by an operator (git itself refuses to write the branch
 	// until then).
 	ErrTargetBusy = errors.New("target branch busy")
+	// ErrLockLost: the target's ref lock was broken while this merge held
+	// it (another merger judged it dead: on NFS, this process was cut off
+	// from the server for longer than the server's lease), so the ref was
+	// not moved. Nothing was changed; trying again later is safe (the
+	// merge is planned again on the branch's head then).
+	ErrLockLost = reflock.ErrLockLost
 )
 
 // ConflictError is the ErrConflict a merge returns: the conflicting paths
@@ -52,6 +58,11 @@ const MaxConflictPaths = engine.MaxConflictPaths
 // FaultRefLocked is the fault point (platform/fault) hit right after a ref
 // lock is taken: crash tests make a merger die there, holding the lock.
 const FaultRefLocked = reflock.FaultRefLocked
+
+// FaultRefChecked is the fault point hit once the target's old value was
+// checked under the ref lock and the new value written, right before the
+// lock is verified and the ref renamed.
+const FaultRefChecked = reflock.FaultRefChecked
 
 // invalidf builds an ErrInvalid error.
 func invalidf(format string, args ...any) error {

@@ -37,7 +37,9 @@ import (
 // If another writer moves the target branch between planning and the ref
 // update, the update fails without harm and the merge is planned again on
 // the new head, already-merged check included; if the branch stays locked
-// or keeps moving, Merge gives up with ErrTargetBusy. Merge is safe for
+// or keeps moving, Merge gives up with ErrTargetBusy. If the ref lock was
+// broken while the update held it, Merge fails with ErrLockLost, the ref
+// not moved (a redelivery plans the merge again). Merge is safe for
 // concurrent use, and with other processes writing the repository.
 //
 // Merge stops when ctx is cancelled, returning ctx's error wrapped: it

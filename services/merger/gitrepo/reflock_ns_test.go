@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,4 +235,59 @@ func TestFlockRecordsAnywhere(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMergerThatLostItsLockDoesNotMoveTheRef: a merger in another pid
+// namespace (a container, another node) holds the ref lock, has checked
+// the target's old value and written the new one — and loses its flock
+// there, as on NFS when it is cut off from the server for longer than the
+// server's lease. A merger here judges the lock dead, breaks it and
+// merges another PR. When the first merger resumes it must not move the
+// ref: it fails with ErrLockLost, and main keeps the second merge (as git
+// reads it).
+func TestMergerThatLostItsLockDoesNotMoveTheRef(t *testing.T) {
+	wrap := pidNamespace(t)
+	f := newFixture(t)
+	main, feature := buildNested(f)
+	f.git("", "update-ref", "refs/heads/second", main)
+	second := f.pushCommit("second", "second.txt")
+	lock := filepath.Join(f.bare, "refs", "heads", "main.lock")
+
+	h := startHelperVia(t, f, wrap, "lose-lock", "feature,"+feature)
+	rec, _ := readLockRecord(t, lock)
+	if self, _ := reflock.Self(); rec.PIDNS == self.PIDNS {
+		t.Fatalf("the holder is in our pid namespace (%s); want another", rec.PIDNS)
+	}
+	waitFlockFree(t, lock)
+
+	res := f.merge(request("second", "main", second, StrategyMerge, 43))
+	if got := f.rev("main"); got != res.MergeSHA || got == main {
+		t.Fatalf("main = %s after the second merge %s (old %s)", got, res.MergeSHA, main)
+	}
+
+	if _, err := io.WriteString(h.stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- h.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(waitFor):
+		t.Fatal("the first merger never finished")
+	}
+	if got := f.rev("main"); got != res.MergeSHA {
+		t.Fatalf("main = %s; want the second merge %s: the merger that lost its lock moved the ref", got, res.MergeSHA)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitLockLost {
+		t.Fatalf("the first merger after losing its lock: %v; want exit status %d (ErrLockLost)", err, exitLockLost)
+	}
+	if n := f.grepCount("main", "Prsaga-PR: acme/widgets#42"); n != 0 {
+		t.Errorf("%d commits of the first merger's PR on main, want 0", n)
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("lock after both merges: %v; want none", err)
+	}
+	f.fsck()
 }

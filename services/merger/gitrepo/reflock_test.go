@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -78,6 +79,9 @@ func TestLockHelperProcess(t *testing.T) {
 		}
 		os.Exit(0)
 	}
+	if mode == "lose-lock" {
+		loseLockThenMerge(repo, request(source, "main", head, StrategyMerge, 42))
+	}
 	repo.hooks.refCrash = func(point string) error {
 		if point == mode {
 			fmt.Println("ready")
@@ -90,6 +94,70 @@ func TestLockHelperProcess(t *testing.T) {
 		fail(err)
 	}
 	fail(errors.New("merge finished without reaching " + mode))
+}
+
+// exitLockLost is the helper's exit status when its merge failed with
+// ErrLockLost (mode "lose-lock").
+const exitLockLost = 4
+
+// loseLockThenMerge is the helper's mode "lose-lock": it merges until the
+// ref update has checked the old value and written the new one, holding
+// the lock; there it loses the lock's flock — as a merger on NFS does when
+// it is cut off from the server for longer than the server's lease, and
+// the server drops its locks —, says "ready" and waits for a line on
+// stdin, then goes on. It exits 0 when the merge moved the ref,
+// exitLockLost when it refused to.
+func loseLockThenMerge(repo *Repo, req MergeRequest) {
+	repo.hooks.refCrash = func(point string) error {
+		if point != reflock.CrashLockWritten {
+			return nil
+		}
+		if err := dropFlocks(gitobj.LoosePath(repo.dir, "main") + ".lock"); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(2)
+		}
+		fmt.Println("ready")
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		return nil
+	}
+	_, err := repo.Merge(context.Background(), req)
+	switch {
+	case errors.Is(err, ErrLockLost):
+		os.Exit(exitLockLost)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// dropFlocks releases every flock this process holds on path's file,
+// through each of its descriptors of that file.
+func dropFlocks(path string) error {
+	var want syscall.Stat_t
+	if err := syscall.Stat(path, &want); err != nil {
+		return err
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	dropped := 0
+	for _, e := range fds {
+		fd, err := strconv.Atoi(e.Name())
+		var st syscall.Stat_t
+		if err != nil || syscall.Fstat(fd, &st) != nil || st.Dev != want.Dev || st.Ino != want.Ino {
+			continue
+		}
+		if err := syscall.Flock(fd, syscall.LOCK_UN); err != nil {
+			return err
+		}
+		dropped++
+	}
+	if dropped == 0 {
+		return fmt.Errorf("no descriptor of %s open", path)
+	}
+	return nil
 }
 
 // helper is a running helper process.

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/config"
 
 	"github.com/prsaga/prsaga/platform/fault"
+	"github.com/prsaga/prsaga/platform/mountinfo"
 	"github.com/prsaga/prsaga/platform/repopath"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/history"
@@ -52,7 +53,11 @@ func NewRepos(root string) (*Repos, error) {
 }
 
 // NewReposWithOptions returns the repositories under root, which must be
-// an existing directory.
+// an existing directory. A root on an NFS mount that keeps locks on this
+// node (local_lock=flock, =all or =posix, or nolock) is refused: the ref
+// locks' liveness is their flock, which mergers on other nodes would not
+// see, so they could break a live merger's lock (docs/operating.md,
+// "Replicas").
 func NewReposWithOptions(root string, opts Options) (*Repos, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -65,7 +70,10 @@ func NewReposWithOptions(root string, opts Options) (*Repos, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("repos dir %q is not a directory", abs)
 	}
-	fault.Register(FaultRefLocked)
+	if err := mountinfo.CheckSharedLocks(abs); err != nil {
+		return nil, fmt.Errorf("repos dir: %w: mergers on other nodes would not see a live merger's ref lock, and could break it; mount it with local_lock=none and without nolock (docs/operating.md, \"Replicas\")", err)
+	}
+	fault.Register(FaultRefLocked, FaultRefChecked)
 	budget := opts.CacheBytes
 	if budget <= 0 {
 		budget = DefaultCacheBytes

@@ -19,9 +19,12 @@ import (
 // processes in different pid namespaces on one kernel see each other's —
 // and on NFS (v4, or v3 with lockd/NLM) Linux carries them to the server
 // as whole-file locks, which the server drops when the client's lease or
-// NLM state ends. A volume mounted with local_lock=flock or =all keeps
-// them on one node: mergers of several nodes must not share such a volume
-// (docs/operating.md).
+// NLM state ends. A volume mounted with local_lock=flock or =all (or
+// nolock) keeps them on one node: the merger refuses such a repos dir at
+// start (gitrepo.NewReposWithOptions, platform/mountinfo). A holder that
+// loses its flock while alive (cut off from the server past its lease)
+// has its lock broken; its update then fails before the rename
+// (Lock.verify, update.go).
 //
 // Why flock and not a POSIX (fcntl) lock: POSIX locks belong to the
 // process, so a second descriptor of the same process would neither see

@@ -1,8 +1,10 @@
 package reflock
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -68,12 +70,6 @@ type Locker struct {
 	kept       string
 	keptRecord []byte
 	noKeep     bool
-	// spare is the file the last update moved out of the ref's place, to
-	// hold the next new value (spare.go); noSpare: none here, fsChecked:
-	// the file system was asked.
-	spare     string
-	noSpare   bool
-	fsChecked bool
 	// Crash is Update's crash seam for tests (see Update); nil in production.
 	Crash func(point string) error
 }
@@ -92,7 +88,11 @@ var (
 type Lock struct {
 	path   string
 	record []byte
-	live   *os.File // holds the lock's flock; nil where flocks are refused
+	// file is the lock's file, open for as long as the lock is held: it
+	// carries the lock's flock (where the file system grants one), and
+	// tells the lock at path apart from one taken after it was broken
+	// (verify).
+	file *os.File
 }
 
 // Acquire creates lock holding this process's record, atomically with
@@ -182,7 +182,7 @@ func (r *Locker) acquireUnnamed(dir, lock string, self holder) (*Lock, error) {
 func (r *Locker) linked(lock string, f *os.File, rec []byte, self holder, err error) (*Lock, error) {
 	switch {
 	case err == nil:
-		l := &Lock{path: lock, record: rec, live: liveOrNil(f, rec)}
+		l := &Lock{path: lock, record: rec, file: f}
 		if err := fault.Hit(FaultRefLocked); err != nil {
 			return nil, errors.Join(err, l.Release())
 		}
@@ -226,14 +226,6 @@ func writeRecord(f *os.File, self holder) ([]byte, error) {
 	return rec, nil
 }
 
-func liveOrNil(f *os.File, rec []byte) *os.File {
-	if h, _ := parseRecord(rec); h.live {
-		return f
-	}
-	_ = f.Close()
-	return nil
-}
-
 // removeDeadHolders removes what dead mergers left in a work directory: a
 // holder file outlives its process only when it died while taking a lock;
 // with it go the process's other temporary files. An older merger's holder
@@ -274,27 +266,65 @@ func createLock(lock string, self holder) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
-	return &Lock{path: lock, record: rec, live: liveOrNil(f, rec)}, nil
+	return &Lock{path: lock, record: rec, file: f}, nil
+}
+
+// ErrLockLost: the ref lock an update held is no longer its own — broken
+// by another merger that judged its holder dead (on NFS: this process was
+// cut off from the server for longer than the server's lease, and its
+// flock was dropped), and maybe taken since by another writer. The ref
+// was not moved; nothing of the update is left. Retrying is safe: the
+// merge is planned again on whatever the branch holds then.
+var ErrLockLost = errors.New("ref lock lost")
+
+// verify checks that the lock at l's path is still l: the file opened
+// there is the very file l holds open (same device and inode: while l
+// holds it open, its inode cannot be reused) and holds l's record, nonce
+// included. ErrLockLost when it is not — the lock was broken, and the
+// name now holds nothing, a later lock, or a file put there by hand.
+func (l *Lock) verify() error {
+	f, err := os.Open(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s is gone: %w", l.path, ErrLockLost)
+	}
+	if err != nil {
+		return fmt.Errorf("check lock %s: %w", l.path, err)
+	}
+	defer f.Close()
+	if !sameOpenFile(f, l.file) {
+		return fmt.Errorf("%s is another file than the lock taken: %w", l.path, ErrLockLost)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
+	if err != nil {
+		return fmt.Errorf("check lock %s: %w", l.path, err)
+	}
+	if !bytes.Equal(b, l.record) {
+		return fmt.Errorf("%s no longer holds this lock's record: %w", l.path, ErrLockLost)
+	}
+	return nil
 }
 
 // Release removes the lock, then drops its flock: the other way round, a
 // breaker could judge the lock dead in between and another writer take it,
-// and this remove would remove theirs.
+// and this remove would remove theirs. A lock whose name is no longer its
+// file (it was broken) is not removed: the name is someone else's now.
 func (l *Lock) Release() error {
-	err := os.Remove(l.path)
-	if l.live != nil {
-		_ = l.live.Close()
+	var err error
+	if sameFile(l.path, l.file) {
+		err = os.Remove(l.path)
 	}
+	_ = l.file.Close()
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("unlock %s: %w", l.path, err)
 	}
 	return nil
 }
 
-// writeTemp writes content to a new file of dir, named after kind and the
-// writing process (so that what a dead process left can be cleaned up).
-// Its mode is git's for refs (0666 less the umask): it may become one.
-func writeTemp(dir, kind string, self holder, content []byte) (string, error) {
+// writeTemp writes content to a new file of dir, created exclusively,
+// named after kind and the writing process (so that what a dead process
+// left can be cleaned up), and fsynced as d says. Its mode is git's for
+// refs (0666 less the umask): it may become one.
+func writeTemp(dir, kind string, self holder, content []byte, d gitobj.Durability) (string, error) {
 	name := filepath.Join(dir, tempPrefix(kind, self)+strconv.FormatUint(rand.Uint64(), 36))
 	f, err := gitobj.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if errors.Is(err, fs.ErrNotExist) { // the work directory was removed
@@ -306,14 +336,17 @@ func writeTemp(dir, kind string, self holder, content []byte) (string, error) {
 		return "", err
 	}
 	_, werr := f.Write(content)
+	if werr == nil {
+		werr = d.FsyncOpen(f, name)
+	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr != nil {
-		_ = os.Remove(f.Name())
+		_ = os.Remove(name)
 		return "", werr
 	}
-	return f.Name(), nil
+	return name, nil
 }
 
 // tempPrefix names a process's temporary files by its proc (unique where
@@ -395,6 +428,17 @@ func sameFile(path string, f *os.File) bool {
 		return false
 	}
 	b, err := f.Stat()
+	return err == nil && os.SameFile(a, b)
+}
+
+// sameOpenFile reports whether two open files are the same file (device
+// and inode, by fstat).
+func sameOpenFile(f, g *os.File) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := g.Stat()
 	return err == nil && os.SameFile(a, b)
 }
 

@@ -6,14 +6,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/services/merger/gitrepo/gitobj"
 )
 
 // Update moves refs/heads/<branch> from old to new under git's ref
-// lock:
+// lock, the way git moves a ref — a ref file, once in place, is never
+// written again; a new file takes its place:
 //
 //  1. take refs/heads/<branch>.lock (reflock.go: created exclusively,
 //     holding this process's record) — if it exists, another writer (git,
@@ -22,22 +25,37 @@ import (
 //     liveness.go): then it is broken and taken once more;
 //  2. under the lock, re-read the ref (loose, else packed) and compare it
 //     with old — a mismatch is ErrChanged;
-//  3. write "<new>\n" to a file of the work directory next to the refs —
-//     the spare the last update left, else a new one (spare.go) —,
-//     fsynced in sync mode;
-//  4. exchange it with the loose ref, or rename it over the ref where
-//     there is none (atomic either way; a packed-only ref is thereby
-//     overridden, as git does), release the lock, and in sync mode fsync
-//     the ref's directory.
+//  3. write "<new>\n" to a new file of the work directory next to the
+//     refs (created exclusively), fsynced in sync mode;
+//  4. check the lock is still this update's (Lock.verify: the file at the
+//     lock's name is the one taken, holding its record) — if it was
+//     broken meanwhile, ErrLockLost, and the ref is not moved;
+//  5. rename the new file over the ref (atomic; a packed-only ref is
+//     thereby overridden, as git does), release the lock, and in sync
+//     mode fsync the ref's directory.
 //
-// On every failure after step 1 the lock is released again. A crash leaves
-// the ref at its old value (before the exchange) or its new one (after),
-// never empty or partly written; a lock it leaves behind names the dead
-// process, and the next merge breaks it.
+// Why the new value is not written into the lock itself, as git does: the
+// lock holds the holder's record, which is what lets a dead merger's lock
+// be broken and a live one's be told apart (step 4). And renaming the
+// lock's name over the ref would install whatever file has that name at
+// the moment of the rename — after a break, another writer's lock; a file
+// of our own can only ever install our own value.
+//
+// What is left between step 4 and step 5 is one rename: a merger frozen
+// exactly there for longer than it takes to judge it dead (on NFS, the
+// server's lease) can still rename its value over another writer's.
+// docs/operating.md says which storage has that window.
+//
+// On every failure after step 1 the lock is released again (unless it was
+// lost: then its name is someone else's). A crash leaves the ref at its
+// old value (before the rename) or its new one (after), never empty or
+// partly written; a lock it leaves behind names the dead process, and the
+// next merge breaks it.
 //
 // r.Crash, if not nil, is a test seam called at the points a crash
 // matters — CrashLockWritten, CrashRefMoved and CrashRenamed; an error
-// from it ends Update there as a crash would, without clean-up.
+// from it ends Update there as a crash would, without clean-up. The fault
+// point FaultRefChecked (platform/fault) is hit between steps 3 and 4.
 //
 // Update is not interrupted by a context: once the lock is taken it runs
 // to the end (a few file operations), so that it never leaves the lock
@@ -87,18 +105,27 @@ func (r *Locker) Update(branch string, old, new plumbing.Hash) (err error) {
 		return fmt.Errorf("refs/heads/%s is %s, expected %s: %w", branch, cur, old, ErrChanged)
 	}
 	self, _ := me()
-	if tmp, err = r.newValue(filepath.Join(r.dir, WorkDir), self, []byte(new.String()+"\n")); err != nil {
+	if tmp, err = writeTemp(filepath.Join(r.dir, WorkDir), "ref", self, []byte(new.String()+"\n"), r.durable); err != nil {
 		return fmt.Errorf("write refs/heads/%s: %w", branch, err)
-	}
-	if err := r.durable.FsyncFile(tmp); err != nil {
-		return err
 	}
 	if err := crashAt(r.Crash, CrashLockWritten); err != nil {
 		locked, tmp = false, "" // a crashed process cleans nothing up
 		return err
 	}
-	if err := r.install(tmp, ref); err != nil {
+	if err := fault.Hit(FaultRefChecked); err != nil {
 		return fmt.Errorf("commit refs/heads/%s: %w", branch, err)
+	}
+	if err := lock.verify(); err != nil {
+		if errors.Is(err, ErrLockLost) {
+			locked = false
+			_ = lock.Release() // drops the file; the name is not ours
+		}
+		return fmt.Errorf("commit refs/heads/%s: %w", branch, err)
+	}
+	// rename(2) itself: os.Rename first stats the target (a directory
+	// there would fail the rename anyway).
+	if err := syscall.Rename(tmp, ref); err != nil {
+		return fmt.Errorf("commit refs/heads/%s: %w", branch, &os.LinkError{Op: "rename", Old: tmp, New: ref, Err: err})
 	}
 	tmp = "" // it is the ref now
 	if err := crashAt(r.Crash, CrashRefMoved); err != nil {
@@ -115,10 +142,15 @@ func (r *Locker) Update(branch string, old, new plumbing.Hash) (err error) {
 	return r.durable.FsyncDir(filepath.Dir(ref))
 }
 
+// FaultRefChecked is the fault point (platform/fault) hit once the ref's
+// old value was checked under the lock and its new value written, right
+// before the lock is verified and the new value renamed over the ref.
+const FaultRefChecked = "merger.ref-checked"
+
 // Crash points of Update, for tests.
 const (
 	CrashHolderWritten = "holder-written" // a holder file written, the lock not linked yet
-	CrashLockWritten   = "lock-written"   // locked, new value written (fsynced in sync mode), not renamed
+	CrashLockWritten   = "lock-written"   // locked, old value checked, new value written (fsynced in sync mode), not renamed
 	CrashRefMoved      = "ref-moved"      // the ref moved, the lock not released yet
 	CrashRenamed       = "renamed"        // the ref moved and the lock released, directory not fsynced
 )

@@ -1,4 +1,0 @@
-package reflock
-
-// LocalFS is localFS, for tests that must know whether spares apply.
-var LocalFS = localFS
