@@ -15,6 +15,7 @@ import (
 	"github.com/prsaga/prsaga/platform/bus"
 	"github.com/prsaga/prsaga/platform/config"
 	"github.com/prsaga/prsaga/platform/gitreach"
+	"github.com/prsaga/prsaga/platform/repopath"
 	"github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgerjs "github.com/prsaga/prsaga/services/ledger/jetstream"
@@ -118,7 +119,7 @@ func cmdLedgerVerify(ctx context.Context, args []string, getenv func(string) str
 		r.Body = func(id string) ([]byte, bool) { b, ok := bodies[id]; return b, ok }
 	}
 	if fi, err := os.Stat(cfg.ReposDir); err == nil && fi.IsDir() {
-		r.Branches = gitreach.New(cfg.ReposDir)
+		r.Branches = branches{gitreach.New(cfg.ReposDir)}
 	} else {
 		fmt.Fprintf(stderr, "prsaga ledger verify: merge commits not checked against their branches: no repos dir at %s (--repos / PRSAGA_REPOS_DIR)\n", cfg.ReposDir)
 	}
@@ -156,7 +157,7 @@ func printVerify(w io.Writer, rep ledger.VerifyReport, asJSON bool) {
 		}
 	}
 	if rep.MergesChecked > 0 || len(rep.OffBranch) > 0 || rep.MergesUnchecked > 0 {
-		fmt.Fprintf(w, "%d merged sagas checked against their target branches: %d not on it, %d not checkable (target branch unknown: event bodies pruned)\n",
+		fmt.Fprintf(w, "%d merged sagas checked against their target branches: %d not on it, %d not checkable (target branch unknown, or repository not in the repos dir)\n",
 			rep.MergesChecked, len(rep.OffBranch), rep.MergesUnchecked)
 	}
 	for _, o := range rep.OffBranch {
@@ -186,6 +187,18 @@ func describeDiff(d ledger.Diff) string {
 		return fmt.Sprintf("transition %d extra: no event makes %s", d.Seq, d.Live)
 	}
 	return fmt.Sprintf("transition %d %s: live %q, log %q", d.Seq, d.Column, d.Live, d.Log)
+}
+
+// branches is the repos dir for ledger verify: a repository it does not
+// have is ledger.ErrNoRepository.
+type branches struct{ repos *gitreach.Repos }
+
+func (b branches) Reaches(ctx context.Context, repo, branch, commit string) (bool, error) {
+	ok, err := b.repos.Reaches(ctx, repo, branch, commit)
+	if errors.Is(err, repopath.ErrNotFound) {
+		return false, fmt.Errorf("%w: %v", ledger.ErrNoRepository, err)
+	}
+	return ok, err
 }
 
 // streamBodies are the pruned event bodies the stream still holds.

@@ -399,7 +399,8 @@ type VerifyReport struct {
 	NotRepaired int `json:"not_repaired,omitempty"`
 	// MergesChecked counts the merged sagas whose merge commit was looked
 	// for on its target branch (only when Verify was given Branches);
-	// MergesUnchecked those whose target branch no readable event names.
+	// MergesUnchecked those that could not be: no readable event names
+	// their target branch, or their repository is not in the repos dir.
 	MergesChecked   int `json:"merges_checked,omitempty"`
 	MergesUnchecked int `json:"merges_unchecked,omitempty"`
 	// OffBranch lists the merged sagas whose merge commit is not on their

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 
 	"github.com/prsaga/prsaga/contracts"
 )
@@ -19,9 +20,15 @@ import (
 type Branches interface {
 	// Reaches reports whether refs/heads/<branch> of repo reaches commit,
 	// the branch's own commit included; an error when that cannot be
-	// told (the repository, branch or commit missing, or unreadable).
+	// told: ErrNoRepository (wrapped) when the repository is not there at
+	// all, another when the branch or commit is missing or unreadable.
 	Reaches(ctx context.Context, repo, branch, commit string) (bool, error)
 }
+
+// ErrNoRepository: Branches has no such repository — the repos dir
+// verify reads is not the merger's, or the repository was removed. Such a
+// saga is counted unchecked, not reported.
+var ErrNoRepository = errors.New("repository not in the repos dir")
 
 // OffBranch is a merged saga whose merge commit was not found on its
 // target branch.
@@ -36,8 +43,9 @@ type OffBranch struct {
 }
 
 // checkMerge checks rec's merge commit against its target branch: counted
-// says it was a merged saga whose branch is known; off is set when the
-// commit is not on it, or that could not be told.
+// says it was a merged saga that was checked, unknown one that could not
+// be (no event names its branch, or its repository is not there); off is
+// set when the commit is not on the branch, or that could not be told.
 func (r *Rederiver) checkMerge(ctx context.Context, rec Recorded) (counted, unknown bool, off *OffBranch) {
 	row := rec.Row
 	if r.Branches == nil || !row.Exists || !row.Merged || row.MergeSHA == "" {
@@ -50,6 +58,8 @@ func (r *Rederiver) checkMerge(ctx context.Context, rec Recorded) (counted, unkn
 	o := OffBranch{PRID: rec.PRID, Repo: row.Repo, Branch: branch, MergeSHA: row.MergeSHA}
 	ok, err := r.Branches.Reaches(ctx, row.Repo, branch, row.MergeSHA)
 	switch {
+	case errors.Is(err, ErrNoRepository):
+		return false, true, nil
 	case err != nil:
 		o.Problem = "cannot be checked: " + err.Error()
 	case !ok:

@@ -2,6 +2,8 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,10 +14,23 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/gitreach"
 	"github.com/prsaga/prsaga/platform/gittest"
+	"github.com/prsaga/prsaga/platform/repopath"
 	psqlite "github.com/prsaga/prsaga/platform/sqlite"
 	"github.com/prsaga/prsaga/services/ledger"
 	ledgersqlite "github.com/prsaga/prsaga/services/ledger/sqlite"
 )
+
+// reposDir is gitreach as cmd/prsaga wires it: a repository the repos dir
+// does not have is ledger.ErrNoRepository.
+type reposDir struct{ repos *gitreach.Repos }
+
+func (d reposDir) Reaches(ctx context.Context, repo, branch, commit string) (bool, error) {
+	ok, err := d.repos.Reaches(ctx, repo, branch, commit)
+	if errors.Is(err, repopath.ErrNotFound) {
+		return false, fmt.Errorf("%w: %v", ledger.ErrNoRepository, err)
+	}
+	return ok, err
+}
 
 // mergedRun is the events of a clean run whose merge commit is sha.
 func mergedRun(t *testing.T, pr, sha string) []*event.Event {
@@ -33,10 +48,10 @@ func mergedRun(t *testing.T, pr, sha string) []*event.Event {
 
 // TestVerifyFindsMergesOffTheirBranch: verify, given the repositories,
 // reports a merged saga whose merge commit its target branch no longer
-// reaches (the branch was moved back with git), and one whose repository
-// is gone; a saga whose merge commit is on the branch, one still before
-// the merge and one merged onto a branch that moved on are not reported.
-// Without the repositories nothing is checked.
+// reaches (the branch was moved back with git), and both once the branch
+// is deleted; a saga whose merge commit is on the branch and one still
+// before the merge are not, and one whose repository is not there is
+// counted unchecked. Without the repositories nothing is checked.
 func TestVerifyFindsMergesOffTheirBranch(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
@@ -86,23 +101,29 @@ func TestVerifyFindsMergesOffTheirBranch(t *testing.T) {
 		return m
 	}
 
-	rep := verify(gitreach.New(root))
-	off := offBranch(rep)
-	if rep.MergesChecked != 3 || len(off) != 1 || !strings.Contains(off["acme/gone#3"].Problem, "cannot be checked") {
-		t.Fatalf("verify with main at merge 2: %d checked, off the branch %+v; want 3 checked, only acme/gone#3 (no repository)", rep.MergesChecked, rep.OffBranch)
+	repos := reposDir{gitreach.New(root)}
+	rep := verify(repos)
+	if rep.MergesChecked != 2 || rep.MergesUnchecked != 1 || len(rep.OffBranch) != 0 {
+		t.Fatalf("verify with main at merge 2: %d checked, %d unchecked, off the branch %+v; want 2 checked, acme/gone#3 (no repository) unchecked, none off",
+			rep.MergesChecked, rep.MergesUnchecked, rep.OffBranch)
 	}
 
 	// The branch moved back past merge 2, as a merger that lost its lock
 	// would leave it.
 	repo.Git("update-ref", "refs/heads/main", repo.SHA["merge1"], repo.SHA["merge2"])
-	rep = verify(gitreach.New(root))
-	off = offBranch(rep)
+	rep = verify(repos)
+	off := offBranch(rep)
 	want := ledger.OffBranch{PRID: "acme/a#2", Repo: "acme/a", Branch: "main", MergeSHA: repo.SHA["merge2"], Problem: "not reachable from the branch"}
-	if rep.MergesChecked != 3 || len(off) != 2 || off["acme/a#2"] != want {
-		t.Fatalf("verify with main moved back: %d checked, off the branch %+v; want acme/a#2 %+v and acme/gone#3", rep.MergesChecked, rep.OffBranch, want)
+	if rep.MergesChecked != 2 || len(off) != 1 || off["acme/a#2"] != want {
+		t.Fatalf("verify with main moved back: %d checked, off the branch %+v; want only %+v", rep.MergesChecked, rep.OffBranch, want)
 	}
-	if _, ok := off["acme/a#1"]; ok {
-		t.Errorf("acme/a#1, whose merge is on main, reported: %+v", off["acme/a#1"])
+
+	// A branch that is gone cannot be checked: reported, not skipped.
+	repo.Git("update-ref", "-d", "refs/heads/main")
+	rep = verify(repos)
+	off = offBranch(rep)
+	if len(off) != 2 || !strings.Contains(off["acme/a#1"].Problem, "cannot be checked") || !strings.Contains(off["acme/a#2"].Problem, "cannot be checked") {
+		t.Fatalf("verify with main deleted: off the branch %+v; want acme/a#1 and acme/a#2, not checkable", rep.OffBranch)
 	}
 
 	if rep := verify(nil); rep.MergesChecked != 0 || len(rep.OffBranch) != 0 {

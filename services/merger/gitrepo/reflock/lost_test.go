@@ -3,6 +3,7 @@ package reflock_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,11 +61,16 @@ func breakByHand(t *testing.T, dir, lock string) {
 // other writer's value (as git reads it), and a lock the other writer
 // holds at that moment is left alone.
 func TestLostLockRefusesTheUpdate(t *testing.T) {
-	for _, second := range []string{"merger", "git", "merger-holding"} {
-		t.Run(second, func(t *testing.T) {
+	for _, tc := range []struct {
+		second string
+		named  bool // the first writer's lock made from a named holder file
+	}{{"merger", false}, {"git", false}, {"merger-holding", false}, {"merger", true}} {
+		second := tc.second
+		t.Run(fmt.Sprintf("%s,named=%v", second, tc.named), func(t *testing.T) {
 			dir, c := repoWithCommits(t, 3)
 			lock := gitobj.LoosePath(dir, "main") + ".lock"
 			first := reflock.New(dir, gitobj.Durability{})
+			first.Named = tc.named
 			stalled, resume := stallAt(first, reflock.CrashLockWritten)
 			done := make(chan error, 1)
 			go func() { done <- first.Update("main", c[0], c[1]) }()

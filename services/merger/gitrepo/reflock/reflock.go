@@ -277,28 +277,35 @@ func createLock(lock string, self holder) (*Lock, error) {
 // merge is planned again on whatever the branch holds then.
 var ErrLockLost = errors.New("ref lock lost")
 
-// verify checks that the lock at l's path is still l: the file opened
-// there is the very file l holds open (same device and inode: while l
-// holds it open, its inode cannot be reused) and holds l's record, nonce
-// included. ErrLockLost when it is not — the lock was broken, and the
-// name now holds nothing, a later lock, or a file put there by hand.
+// verify checks that the lock at l's path is still l: the file the name
+// leads to is the very file l holds open (same device and inode, stat of
+// the name against fstat of l's descriptor: while l holds it open, its
+// inode cannot be reused), and it holds l's record, nonce included (read
+// through l's descriptor: no other descriptor of the lock is opened, whose
+// close would drop the lock where the kernel emulates flocks with POSIX
+// locks, as on NFS). ErrLockLost when it is not — the lock was broken, and
+// the name now holds nothing, a later lock, or a file put there by hand.
 func (l *Lock) verify() error {
-	f, err := os.Open(l.path)
+	at, err := os.Stat(l.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s is gone: %w", l.path, ErrLockLost)
 	}
 	if err != nil {
 		return fmt.Errorf("check lock %s: %w", l.path, err)
 	}
-	defer f.Close()
-	if !sameOpenFile(f, l.file) {
-		return fmt.Errorf("%s is another file than the lock taken: %w", l.path, ErrLockLost)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
+	own, err := l.file.Stat()
 	if err != nil {
 		return fmt.Errorf("check lock %s: %w", l.path, err)
 	}
-	if !bytes.Equal(b, l.record) {
+	if !os.SameFile(at, own) {
+		return fmt.Errorf("%s is another file than the lock taken: %w", l.path, ErrLockLost)
+	}
+	b := make([]byte, len(l.record)+1)
+	n, err := l.file.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("check lock %s: %w", l.path, err)
+	}
+	if !bytes.Equal(b[:n], l.record) {
 		return fmt.Errorf("%s no longer holds this lock's record: %w", l.path, ErrLockLost)
 	}
 	return nil
@@ -428,17 +435,6 @@ func sameFile(path string, f *os.File) bool {
 		return false
 	}
 	b, err := f.Stat()
-	return err == nil && os.SameFile(a, b)
-}
-
-// sameOpenFile reports whether two open files are the same file (device
-// and inode, by fstat).
-func sameOpenFile(f, g *os.File) bool {
-	a, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	b, err := g.Stat()
 	return err == nil && os.SameFile(a, b)
 }
 
