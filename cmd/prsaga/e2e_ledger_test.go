@@ -292,7 +292,7 @@ func TestEndToEndConcurrentRetries(t *testing.T) {
 	}
 	waitState(t, c, pr, contracts.StateMerged, 2)
 	var replays int
-	for _, e := range streamEvents(t, st.Bus, contracts.SubjectMergeRequested, pr) {
+	for _, e := range streamEvents(t, st.Bus, contracts.ReplaySubject(contracts.TypeMergeRequested), pr) {
 		if e.Meta.ReplayOf != "" {
 			replays++
 			if e.Meta.ReplayOf != acc.EventID || e.Meta.CorrelationID != acc.CorrelationID || e.Meta.Attempt != 2 {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prsaga/prsaga/cmd/prsaga/internal/backup"
 	"github.com/prsaga/prsaga/cmd/prsaga/internal/client"
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/bus"
@@ -325,6 +326,12 @@ func TestFaultPointsListed(t *testing.T) {
 	tested := map[string]bool{}
 	for _, fc := range faultCases {
 		tested[fc.point] = true
+	}
+	// restore's points, registered once a restore has run in this process,
+	// are armed by TestRestoreKilledAtEveryStepThenRunAgain.
+	for _, p := range []string{backup.FaultDBMoved, backup.FaultDBCopied, backup.FaultDBCarried,
+		backup.FaultIndexMoved, backup.FaultIndexCopied, backup.FaultConsumerDone} {
+		tested[p] = true
 	}
 	points := fault.Points()
 	if len(points) < len(faultCases) {

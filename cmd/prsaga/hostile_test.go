@@ -168,7 +168,7 @@ func hostileCases(head string) []hostileCase {
 	dlq("not a CloudEvent", "not a CloudEvent", func(n int, pr, id string) *nats.Msg {
 		return &nats.Msg{Subject: req, Data: mustJSON(hostileRequest(n, head)), Header: nats.Header{bus.HeaderMsgID: {id}}}
 	})
-	dlq("step event from the wrong source", "must come from /prsaga/merger", func(n int, pr, id string) *nats.Msg {
+	dlq("step event from the wrong source", "which only /prsaga/merger publishes", func(n int, pr, id string) *nats.Msg {
 		merged := with(hostileRequest(n, head), "merge_sha", head)
 		return binary(id, contracts.SubjectMerged, mustJSON(merged), "ce-type", contracts.TypeMerged, "ce-source", "/prsaga/validator",
 			"ce-correlationid", "run-"+id, "ce-subject", pr)
