@@ -17,8 +17,9 @@ import (
 // the set of recorded events instead, so that the answer does not depend on
 // the order they came in:
 //
-//   - Runs are ordered by their requested event: its time attribute, then
-//     its id (the correlation id). A run whose requested event has not been
+//   - Runs are ordered by their requested event: when the bus stored it
+//     (Incoming.Time, never the client's time attribute), then its id (the
+//     correlation id). A run whose requested event has not been
 //     recorded yet is placed at the earliest time among its recorded events
 //     (they all come after its request), until the request arrives.
 //   - A run refused at the validator's gate — its first attempt failed at

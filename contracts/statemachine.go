@@ -43,8 +43,11 @@ type Incoming struct {
 	Code string
 	// ReplayOf is set on the ledger's replay of a trigger (a retry).
 	ReplayOf string
-	// Time is the event's time attribute (its producer's clock); zero when
-	// the event has none. Derive orders runs by it.
+	// Time is when the bus stored the event, as its consumer observed it
+	// (the ledger: JetStream's timestamp of the message). Derive orders
+	// runs by it. IncomingOf leaves it zero: an event's own time attribute
+	// is chosen by its producer, and a client could backdate its request to
+	// outrank another run.
 	Time time.Time
 }
 
@@ -57,7 +60,6 @@ func IncomingOf(env Envelope) Incoming {
 		Attempt:       env.Meta.Attempt,
 		Req:           env.Req(),
 		ReplayOf:      env.Meta.ReplayOf,
-		Time:          env.Event.Time(),
 	}
 	switch p := env.Payload.(type) {
 	case *Merged:

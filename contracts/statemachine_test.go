@@ -395,7 +395,9 @@ func buildRun(t *testing.T) runEvents {
 		if err != nil {
 			t.Fatalf("Open(%s): %v", e.Type(), err)
 		}
-		return e, contracts.IncomingOf(env)
+		in := contracts.IncomingOf(env)
+		in.Time = e.Time() // as if the bus stored each when it was made
+		return e, in
 	}
 	reqE, req := open(contracts.NewRequested(requestID, clientSource, at, r, ""))
 	valE, val := open(contracts.Follow(reqE, "validated-1", contracts.TypeMergeValidated, contracts.ServiceValidator, at, contracts.Validated{Request: r, BaseSHA: baseSHA}))

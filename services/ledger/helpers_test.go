@@ -35,6 +35,16 @@ func (c *clock) Now() time.Time {
 	return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(c.n.Add(1)) * time.Millisecond)
 }
 
+// streamEpoch is when this test process started making events.
+var streamEpoch = time.Now()
+
+// storedAt is when the fixture's stream stored e, whatever order a test
+// delivers it in: in the order the test made the events, an hour before
+// the fixture's clock starts (a stream time is never after the ledger's).
+func storedAt(e *event.Event) time.Time {
+	return time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC).Add(e.Time().Sub(streamEpoch))
+}
+
 func request(pr string) contracts.Request {
 	repo, n, err := contracts.ParsePRID(pr)
 	if err != nil {
@@ -159,9 +169,14 @@ func (f *fixture) project(e *event.Event) ledger.Result {
 }
 
 func (f *fixture) tryProject(store *ledger.Store, e *event.Event) (ledger.Result, error) {
+	return f.tryProjectStored(store, e, storedAt(e))
+}
+
+// tryProjectStored projects e as delivered from the stream, stored at at.
+func (f *fixture) tryProjectStored(store *ledger.Store, e *event.Event, at time.Time) (ledger.Result, error) {
 	en := env(f.t, e)
 	l := &ledger.Ledger{Store: store, Proj: f.proj}
-	return l.Apply(context.Background(), en, logging.ForEvent(f.log, en))
+	return l.Apply(step.WithStoredAt(context.Background(), at), en, logging.ForEvent(f.log, en))
 }
 
 func (f *fixture) saga(pr string) ledger.Saga {

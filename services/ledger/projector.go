@@ -69,7 +69,8 @@ func (p *Projector) Project(ctx context.Context, tx Tx, env contracts.Envelope, 
 	in := contracts.IncomingOf(env)
 	now := p.now()
 	at := eventAt(ctx, now)
-	d, err := contracts.Project(row, in, func() ([]contracts.Incoming, error) { return runEvents(tx, row.PRID, in, now) })
+	in.Time = at
+	d, err := contracts.Project(row, in, func() ([]contracts.Incoming, error) { return runEvents(tx, row.PRID, in) })
 	if err != nil {
 		return Result{}, err
 	}
@@ -212,10 +213,12 @@ func structured(e *event.Event) ([]byte, error) {
 // runEvents are the PR's recorded events and in, to settle the row from
 // (contracts.Project): which run owns it, and that run's outcome. A recorded
 // event that no longer opens (recorded before a rule of the contract
-// tightened) is left out: it would not be accepted today. An event without
-// a time attribute (optional in CloudEvents) stands at the time the ledger
-// first recorded it, which every ledger reads the same.
-func runEvents(tx Tx, prID string, in contracts.Incoming, now time.Time) ([]contracts.Incoming, error) {
+// tightened) is left out: it would not be accepted today. Each event stands
+// at the time the stream stored it (Event.StoredAt; in's is eventAt's), so
+// runs are ordered as the bus — and the validator, which takes requests in
+// stream order — saw them, never by a request's time attribute, which its
+// client chooses.
+func runEvents(tx Tx, prID string, in contracts.Incoming) ([]contracts.Incoming, error) {
 	recs, err := tx.EventsOf(prID)
 	if err != nil {
 		return nil, err
@@ -231,13 +234,8 @@ func runEvents(tx Tx, prID string, in contracts.Incoming, now time.Time) ([]cont
 			continue
 		}
 		rin := contracts.IncomingOf(env)
-		if rin.Time.IsZero() {
-			rin.Time = r.ReceivedAt
-		}
+		rin.Time = r.StoredAt
 		ins = append(ins, rin)
-	}
-	if in.Time.IsZero() {
-		in.Time = now
 	}
 	return append(ins, in), nil
 }

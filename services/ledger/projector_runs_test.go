@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
@@ -66,5 +67,31 @@ func TestProjectRefusedRunNeverTakesTheRow(t *testing.T) {
 	s := f.saga(pr)
 	if s.CorrelationID != a.ev.ID() || s.FailedStep != contracts.StateMerging {
 		t.Fatalf("row %+v (history %s); want run A's failure at MERGING kept", s, path(s.Transitions))
+	}
+}
+
+// A client cannot backdate its way ahead of another run: runs are ordered
+// by when the stream stored their requests, not by the requests' time
+// attribute. Run B's request says it was made an hour before run A's, but
+// the stream stored it after A's: B is the later run and keeps the row
+// once both failed before the merge.
+func TestRunsOrderedByTheStreamNotTheClientsTime(t *testing.T) {
+	f := newFixture(t)
+	a := newRun(t, pr)
+	b := newRun(t, pr)
+	backdated, err := contracts.NewRequested(b.ev.ID(), "https://forge.test/acme", time.Now().Add(-time.Hour), b.req, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ev = backdated
+	stored := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
+	for i, e := range []*event.Event{a.ev, a.failed(contracts.StateValidating, contracts.ServiceValidator, contracts.CodeChecksFailed),
+		b.ev, b.failed(contracts.StateValidating, contracts.ServiceValidator, contracts.CodeChecksFailed)} {
+		if _, err := f.tryProjectStored(f.store, e, stored.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := f.saga(pr); s.CorrelationID != b.ev.ID() || s.State != contracts.StateMergeFailed {
+		t.Fatalf("row of run %s (%s), want the run stored last, %s, MERGE_FAILED (run %s claims an earlier time)", s.CorrelationID, s.State, b.ev.ID(), b.ev.ID())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,8 +41,10 @@ func startConsumer(t *testing.T, b *bus.Bus, path string) *ledger.Store {
 // one durable "ledger" consumer on a real embedded NATS, over one SQLite
 // file — and publishes, for many PRs, three runs each (two that fail before
 // the merge, then one that merges or fails), every event of a PR in a random
-// order: a run's outcome before its request, a later run before an earlier
-// one. The two ledgers take the messages as they come, in parallel. Once the
+// order — a run's outcome before its request, a later run's events before
+// an earlier run's request — but the requests in run order: runs are
+// ordered by when the stream stored their requests. The two ledgers take
+// the messages as they come, in parallel. Once the
 // consumer is drained, every row must be its last run's outcome.
 func TestTwoLedgerConsumersAcrossRuns(t *testing.T) {
 	_, b := natstest.Start(t, bus.Config{AckWait: 5 * time.Second})
@@ -93,6 +96,22 @@ func TestTwoLedgerConsumersAcrossRuns(t *testing.T) {
 			last = want{run: req.ID(), state: contracts.StateMergeFailed, step: contracts.StateValidating} // i == 2 only counts
 		}
 		rng.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+		// The runs are in the order the stream stores their requests (as
+		// the validator, which takes them in that order, decides): the
+		// requests keep their order among the shuffled events.
+		var reqs, slots []int
+		for i, e := range evs {
+			if e.Type() == contracts.TypeMergeRequested {
+				slots = append(slots, i)
+			}
+		}
+		reqs = append(reqs, slots...)
+		slices.SortFunc(reqs, func(a, b int) int { return evs[a].Time().Compare(evs[b].Time()) })
+		ordered := slices.Clone(evs)
+		for k, i := range slots {
+			ordered[i] = evs[reqs[k]]
+		}
+		evs = ordered
 		all = append(all, evs...)
 		wants[pr] = last
 	}
