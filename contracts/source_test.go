@@ -32,8 +32,6 @@ func TestOpenChecksEverySource(t *testing.T) {
 	}
 	types := []string{contracts.TypeMergeRequested, contracts.TypeMergeValidated, contracts.TypeMerged, contracts.TypeNotified,
 		contracts.TypeIndexed, contracts.TypeStepFailed, contracts.TypeTimedOut, contracts.TypeStateChanged}
-	req := validRequest()
-	sha := strings.Repeat("ab", 20)
 	for _, typ := range types {
 		steps := []contracts.State{""}
 		if typ == contracts.TypeStepFailed || typ == contracts.TypeTimedOut {
@@ -64,37 +62,12 @@ func TestOpenChecksEverySource(t *testing.T) {
 					}
 					name := fmt.Sprintf("%s/%s/%s/replay=%v", strings.TrimPrefix(typ, "prsaga."), step, source, replay)
 					t.Run(name, func(t *testing.T) {
-						var payload any
-						switch typ {
-						case contracts.TypeMergeRequested:
-							payload = req
-						case contracts.TypeMergeValidated:
-							payload = contracts.Validated{Request: req}
-						case contracts.TypeMerged:
-							payload = contracts.Merged{Request: req, MergeSHA: sha}
-						case contracts.TypeNotified:
-							payload = contracts.Notified{Request: req, MergeSHA: sha}
-						case contracts.TypeIndexed:
-							payload = contracts.Indexed{Request: req, MergeSHA: sha}
-						case contracts.TypeStepFailed:
-							payload = contracts.StepFailed{Request: req, Step: step, Code: contracts.CodeChecksFailed, Reason: "red"}
-						case contracts.TypeTimedOut:
-							payload = contracts.TimedOut{Request: req, Step: step, Deadline: time.Now(), Diagnosis: "slow"}
-						case contracts.TypeStateChanged:
-							payload = contracts.StateChanged{PRID: req.PRID, FromState: contracts.StateMerging, ToState: contracts.StateNotifying}
-						}
-						id, m := "evt-2", contracts.Meta{CorrelationID: "run-1", Attempt: 1}
-						if typ == contracts.TypeMergeRequested {
-							id = "run-1"
-						}
+						replayOf := ""
 						if replay {
-							id, m.Attempt, m.ReplayOf = "evt-3", 2, "evt-1"
+							replayOf = "evt-1"
 						}
-						e, err := contracts.New(id, typ, source, req.PRID, time.Now(), payload, m)
-						if err != nil {
-							t.Fatalf("build: %v", err)
-						}
-						_, err = contracts.Open(e)
+						e := sagaEvent(t, typ, source, replayOf, step)
+						_, err := contracts.Open(e)
 						if got := err == nil; got != want {
 							t.Fatalf("Open accepts=%v (%v), want accepts=%v", got, err, want)
 						}
