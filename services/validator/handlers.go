@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/step"
@@ -49,11 +50,7 @@ func (v *Validator) OnMergeRequested(ctx context.Context, env contracts.Envelope
 		if out.Failed != nil {
 			typ, payload = contracts.TypeStepFailed, out.Failed
 		}
-		ev, err := contracts.Follow(env.Event, id, typ, contracts.ServiceValidator, at, payload)
-		if err != nil {
-			return err
-		}
-		if err := t.Emit(ev); err != nil {
+		if err := answer(t, env, id, typ, at, payload); err != nil {
 			return err
 		}
 		t.AfterCommit(func() {
@@ -193,11 +190,7 @@ func (v *Validator) onMergeRetry(ctx context.Context, env contracts.Envelope, lo
 				Reason: Reason(reason), Retryable: true,
 			}
 		}
-		ev, err := contracts.Follow(env.Event, id, typ, contracts.ServiceValidator, at, payload)
-		if err != nil {
-			return err
-		}
-		if err := t.Emit(ev); err != nil {
+		if err := answer(t, env, id, typ, at, payload); err != nil {
 			return err
 		}
 		t.AfterCommit(func() {
@@ -209,4 +202,14 @@ func (v *Validator) onMergeRetry(ctx context.Context, env contracts.Envelope, lo
 		})
 		return nil
 	}, nil
+}
+
+// answer emits the validator's answer to env — a validated or a
+// step_failed of env's run, under id — in the transaction of t.
+func answer(t Tx, env contracts.Envelope, id, typ string, at time.Time, payload any) error {
+	ev, err := contracts.Follow(env.Event, id, typ, contracts.ServiceValidator, at, payload)
+	if err != nil {
+		return err
+	}
+	return t.Emit(ev)
 }

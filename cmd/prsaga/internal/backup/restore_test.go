@@ -13,6 +13,7 @@ import (
 	"github.com/prsaga/prsaga/contracts"
 	"github.com/prsaga/prsaga/platform/fault"
 	"github.com/prsaga/prsaga/platform/sqlite"
+	"github.com/prsaga/prsaga/platform/sqlite/sqlitetest"
 	"github.com/prsaga/prsaga/services/merger/gitrepo"
 	mergersql "github.com/prsaga/prsaga/services/merger/sqlite"
 )
@@ -136,18 +137,5 @@ func journalPRs(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT pr_id FROM merge_journal ORDER BY pr_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
+	return sqlitetest.Column(t, context.Background(), db, `SELECT pr_id FROM merge_journal ORDER BY pr_id`)
 }
